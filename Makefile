@@ -1,0 +1,43 @@
+# The README's two commands: `make demo` and `make test`. Both create .venv when it is missing.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.groundwire-installed
+PROJECTS := pyproject.toml integrations/langchain/pyproject.toml integrations/llamaindex/pyproject.toml
+# Reference implementations used only as oracles by the parity tests. Installed without their
+# dependencies: Ragas' module is self-contained and loaded by path; erag pins a pytrec_eval that
+# cannot build here, and pytrec-eval-terrier provides the same module.
+ORACLES := ragas==0.4.3 erag==0.0.1
+
+.PHONY: install demo test lint typecheck pytest bench clean
+
+install: $(STAMP)
+
+$(STAMP): $(PROJECTS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[all,test]" \
+		-e "integrations/langchain[test]" -e "integrations/llamaindex[test]"
+	$(BIN)/python -m pip install --quiet --no-deps $(ORACLES)
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/groundwire demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.benchmarks
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,90 @@
+"""`evaluate` and `evaluate_many`: score turns from plain code, sync or async evaluators alike."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from groundwire._evaluator import AnyEvaluator, arun_evaluator, is_async_evaluator, run_evaluator
+from groundwire._registry import resolve_evaluators
+from groundwire._types import RagTurn, Score
+
+__all__ = ["aevaluate_many", "evaluate", "evaluate_many"]
+
+EvaluatorSpec = Sequence[str | AnyEvaluator] | Mapping[str, Mapping[str, Any]]
+"""Evaluator names, instances, or a mapping of name -> constructor options."""
+
+T = TypeVar("T")
+
+
+def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, even when this thread already runs a loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def _as_turn(turn: RagTurn | Mapping[str, Any], where: str) -> RagTurn:
+    if isinstance(turn, RagTurn):
+        return turn
+    if isinstance(turn, Mapping):
+        try:
+            return RagTurn.model_validate(turn)
+        except ValidationError as error:
+            raise ValueError(f"{where} is not a valid RagTurn: {error}") from error
+    raise TypeError(f"{where} is a {type(turn).__name__}; expected a RagTurn or a mapping")
+
+
+async def _score_turn(
+    turn: RagTurn, evaluators: Sequence[AnyEvaluator], limit: asyncio.Semaphore
+) -> dict[str, Score]:
+    async def one(evaluator: AnyEvaluator) -> Score:
+        async with limit:
+            return (await arun_evaluator(evaluator, turn)).score
+
+    scores = await asyncio.gather(*(one(evaluator) for evaluator in evaluators))
+    return {ev.name: score for ev, score in zip(evaluators, scores, strict=True)}
+
+
+def evaluate(turn: RagTurn | Mapping[str, Any], evaluators: EvaluatorSpec) -> dict[str, Score]:
+    """Score one turn with each evaluator; returns evaluator name -> Score.
+
+    An evaluator that raises gives a NaN score with `error` set; the others still run.
+    """
+    checked = _as_turn(turn, "turn")
+    resolved = resolve_evaluators(evaluators)
+    if not any(is_async_evaluator(evaluator) for evaluator in resolved):
+        return {ev.name: run_evaluator(ev, checked).score for ev in resolved}  # type: ignore[arg-type]
+    return _run_coroutine(_score_turn(checked, resolved, asyncio.Semaphore(len(resolved))))
+
+
+async def aevaluate_many(
+    turns: Iterable[RagTurn | Mapping[str, Any]],
+    evaluators: EvaluatorSpec,
+    *,
+    concurrency: int = 8,
+) -> list[dict[str, Score]]:
+    """Async form of `evaluate_many`."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+    checked = [_as_turn(turn, f"turns[{index}]") for index, turn in enumerate(turns)]
+    resolved = resolve_evaluators(evaluators)
+    limit = asyncio.Semaphore(concurrency)
+    return list(await asyncio.gather(*(_score_turn(t, resolved, limit) for t in checked)))
+
+
+def evaluate_many(
+    turns: Iterable[RagTurn | Mapping[str, Any]],
+    evaluators: EvaluatorSpec,
+    *,
+    concurrency: int = 8,
+) -> list[dict[str, Score]]:
+    """Score many turns, at most `concurrency` evaluations in flight; results keep turn order."""
+    return _run_coroutine(aevaluate_many(turns, evaluators, concurrency=concurrency))

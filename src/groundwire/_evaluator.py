@@ -1,0 +1,129 @@
+"""The evaluator protocols, and the one wrapper that every call into an evaluator goes through.
+
+An evaluator is any object with a `name` and either `evaluate(turn) -> Score` (sync: cheap,
+deterministic) or `async aevaluate(turn) -> Score` (async: LLM judges). `run_evaluator` and
+`arun_evaluator` are the plug-in boundary: they never raise, so neither the app nor the runner
+needs a try/except of its own around user code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias, runtime_checkable
+
+from groundwire._types import RagTurn, Score
+
+__all__ = [
+    "AnyEvaluator",
+    "AsyncEvaluator",
+    "EvaluationOutcome",
+    "Evaluator",
+    "arun_evaluator",
+    "is_async_evaluator",
+    "run_evaluator",
+]
+
+logger = logging.getLogger("groundwire")
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """A synchronous evaluator: cheap and deterministic, safe to run on any thread."""
+
+    @property
+    def name(self) -> str:
+        """The score's name (`gen_ai.evaluation.name`)."""
+        ...
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """Score one turn."""
+        ...
+
+
+@runtime_checkable
+class AsyncEvaluator(Protocol):
+    """An asynchronous evaluator, typically an LLM judge."""
+
+    @property
+    def name(self) -> str:
+        """The score's name (`gen_ai.evaluation.name`)."""
+        ...
+
+    async def aevaluate(self, turn: RagTurn) -> Score:
+        """Score one turn."""
+        ...
+
+
+AnyEvaluator: TypeAlias = Evaluator | AsyncEvaluator
+"""Either kind of evaluator."""
+
+
+def is_async_evaluator(evaluator: AnyEvaluator) -> bool:
+    """True when the evaluator is async (has `aevaluate`); async wins when it has both."""
+    return asyncio.iscoroutinefunction(getattr(evaluator, "aevaluate", None))
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationOutcome:
+    """A score with how long it took; `raised` is True when the evaluator raised."""
+
+    score: Score
+    duration_s: float
+    raised: bool
+
+
+def _checked(evaluator: AnyEvaluator, result: object) -> Score:
+    if not isinstance(result, Score):
+        raise TypeError(
+            f"evaluator {evaluator.name!r} returned {type(result).__name__}, expected a Score"
+        )
+    return result
+
+
+def _failure(evaluator: AnyEvaluator, error: BaseException, started: float) -> EvaluationOutcome:
+    name = _safe_name(evaluator)
+    logger.warning("evaluator %r failed: %s: %s", name, type(error).__name__, error)
+    return EvaluationOutcome(Score.failed(name, error), time.perf_counter() - started, True)
+
+
+def _safe_name(evaluator: object) -> str:
+    try:
+        return str(evaluator.name)  # type: ignore[attr-defined]
+    except Exception:
+        return type(evaluator).__name__
+
+
+def run_evaluator(evaluator: Evaluator, turn: RagTurn) -> EvaluationOutcome:
+    """Run a sync evaluator; an exception becomes a NaN score with `error` set, never a raise."""
+    started = time.perf_counter()
+    try:
+        score = _checked(evaluator, evaluator.evaluate(turn))
+    except Exception as error:
+        return _failure(evaluator, error, started)
+    return EvaluationOutcome(score, time.perf_counter() - started, False)
+
+
+async def arun_evaluator(
+    evaluator: AnyEvaluator, turn: RagTurn, *, timeout_s: float | None = None
+) -> EvaluationOutcome:
+    """Run either kind of evaluator from async code, with an optional deadline; never raises.
+
+    Sync evaluators run in a worker thread so they do not block the event loop.
+    """
+    started = time.perf_counter()
+    try:
+        if is_async_evaluator(evaluator):
+            coroutine = evaluator.aevaluate(turn)  # type: ignore[union-attr]
+        else:
+            coroutine = asyncio.to_thread(evaluator.evaluate, turn)  # type: ignore[union-attr]
+        result = await asyncio.wait_for(coroutine, timeout_s)
+        score = _checked(evaluator, result)
+    except TimeoutError:
+        error = TimeoutError(f"no result within {timeout_s} s")
+        return _failure(evaluator, error, started)
+    except Exception as error:
+        return _failure(evaluator, error, started)
+    return EvaluationOutcome(score, time.perf_counter() - started, False)

@@ -1,0 +1,167 @@
+"""What the integrations write on spans, shared so LangChain and LlamaIndex spans look alike.
+
+`CaptureConfig` holds the privacy switches (hide inputs, outputs, document text; truncate long
+values), read from arguments or the `GROUNDWIRE_*` variables in `groundwire.semconv`. The
+attribute builders yield `(key, value)` pairs in OpenInference and GenAI-convention names; each
+builder fails on its own, so one odd field loses only itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from groundwire import semconv
+from groundwire._types import Context
+
+__all__ = [
+    "Attribute",
+    "CaptureConfig",
+    "content_id",
+    "document_attributes",
+    "retrieval_attributes",
+    "retrieval_span_name",
+    "safe_json",
+]
+
+logger = logging.getLogger("groundwire.capture")
+
+Attribute = tuple[str, str | bool | int | float]
+"""One span attribute."""
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number of characters, got {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"{name} must be 0 or more, got {value}")
+    return value or None
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureConfig:
+    """Which text goes onto spans. Scores are computed from the live values either way."""
+
+    hide_inputs: bool = False
+    hide_outputs: bool = False
+    hide_document_text: bool = False
+    max_value_length: int | None = None
+    """Truncate each captured text value to this many characters; None keeps it whole."""
+
+    def __post_init__(self) -> None:
+        limit = self.max_value_length
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise TypeError(f"max_value_length must be an int or None, got {limit!r}")
+        if limit is not None and limit < 1:
+            raise ValueError(f"max_value_length must be at least 1, got {limit}")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> CaptureConfig:
+        """Read the `GROUNDWIRE_HIDE_*` and `GROUNDWIRE_MAX_VALUE_LENGTH` variables.
+
+        Keyword arguments that are not None win over the environment.
+        """
+        values: dict[str, Any] = {
+            "hide_inputs": _env_flag(semconv.ENV_HIDE_INPUTS),
+            "hide_outputs": _env_flag(semconv.ENV_HIDE_OUTPUTS),
+            "hide_document_text": _env_flag(semconv.ENV_HIDE_DOCUMENT_TEXT),
+            "max_value_length": _env_int(semconv.ENV_MAX_VALUE_LENGTH),
+        }
+        unknown = set(overrides) - set(values)
+        if unknown:
+            raise TypeError(f"unknown capture option(s): {sorted(unknown)}")
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls(**values)
+
+    def text(self, value: str) -> str:
+        """Apply truncation to one captured text value."""
+        limit = self.max_value_length
+        if limit is not None and len(value) > limit:
+            return value[:limit] + "…"
+        return value
+
+
+def content_id(text: str) -> str:
+    """A stable id for a document that has none: the first 16 hex digits of its SHA-256."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def safe_json(value: Any) -> str:
+    """JSON for an attribute value; objects that JSON cannot encode are written with `str`."""
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def document_attributes(
+    prefix: str, documents: Sequence[Context], config: CaptureConfig
+) -> Iterator[Attribute]:
+    """OpenInference's flat document list: `{prefix}.{i}.document.content|id|score|metadata`."""
+    for index, document in enumerate(documents):
+        try:
+            if not config.hide_document_text:
+                yield (
+                    semconv.document_attribute(prefix, index, semconv.DOCUMENT_CONTENT),
+                    config.text(document.text),
+                )
+            doc_id = document.id if document.id is not None else content_id(document.text)
+            yield semconv.document_attribute(prefix, index, semconv.DOCUMENT_ID), doc_id
+            if document.score is not None:
+                yield (
+                    semconv.document_attribute(prefix, index, semconv.DOCUMENT_SCORE),
+                    float(document.score),
+                )
+            if document.metadata:
+                yield (
+                    semconv.document_attribute(prefix, index, semconv.DOCUMENT_METADATA),
+                    safe_json(document.metadata),
+                )
+        except Exception:
+            logger.debug("skipped an attribute of document %d", index, exc_info=True)
+
+
+def retrieval_attributes(
+    query: str | None,
+    documents: Sequence[Context],
+    config: CaptureConfig,
+    *,
+    data_source_id: str | None = None,
+) -> Iterator[Attribute]:
+    """Everything a retrieval span carries: OpenInference kind and documents plus GenAI names."""
+    yield semconv.OPENINFERENCE_SPAN_KIND, semconv.SPAN_KIND_RETRIEVER
+    yield semconv.GEN_AI_OPERATION_NAME, semconv.GEN_AI_OPERATION_RETRIEVAL
+    if data_source_id:
+        yield semconv.GEN_AI_DATA_SOURCE_ID, data_source_id
+    if query is not None and not config.hide_inputs:
+        yield semconv.INPUT_VALUE, config.text(query)
+        yield semconv.INPUT_MIME_TYPE, semconv.MIME_TEXT
+        yield semconv.GEN_AI_RETRIEVAL_QUERY_TEXT, config.text(query)
+    yield from document_attributes(semconv.RETRIEVAL_DOCUMENTS_PREFIX, documents, config)
+    summary: list[Mapping[str, Any]] = []
+    for document in documents:
+        entry: dict[str, Any] = {
+            "id": document.id if document.id is not None else content_id(document.text)
+        }
+        if document.score is not None:
+            entry["score"] = document.score
+        summary.append(entry)
+    yield semconv.GEN_AI_RETRIEVAL_DOCUMENTS, safe_json(summary)
+
+
+def retrieval_span_name(data_source_id: str | None) -> str:
+    """`retrieval {gen_ai.data_source.id}`, or plain `retrieval` when the source is unnamed."""
+    return f"retrieval {data_source_id}" if data_source_id else "retrieval"

@@ -1,0 +1,16 @@
+"""The `groundwire` command line. Each command lives in its own module and registers on `app`."""
+
+from __future__ import annotations
+
+from groundwire.cli import _evaluators
+from groundwire.cli._app import app
+
+__all__ = ["app", "main"]
+
+_COMMAND_MODULES = (_evaluators,)
+"""Imported for their side effect of registering commands on `app`."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

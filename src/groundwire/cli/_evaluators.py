@@ -1,0 +1,13 @@
+"""`groundwire evaluators`: list the evaluator names that can be used."""
+
+from __future__ import annotations
+
+from groundwire._registry import available_evaluators
+from groundwire.cli._app import app, console
+
+
+@app.command("evaluators")
+def list_evaluators() -> None:
+    """List every registered evaluator name (built-ins and plug-ins)."""
+    for name in available_evaluators():
+        console.print(name)

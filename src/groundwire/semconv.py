@@ -1,0 +1,172 @@
+"""Every telemetry name groundwire reads or writes, as typed constants.
+
+Three vocabularies meet here:
+
+* OpenInference (`openinference.*`, `input.value`, `retrieval.documents.{i}.document.*`,
+  `evaluations.{i}.evaluation.*`): what Phoenix and OpenInference instrumentors use. The assembler
+  reads these first.
+* The OpenTelemetry GenAI semantic conventions (`gen_ai.*`): what Jaeger/Tempo users and the
+  `gen_ai.evaluation.result` event use.
+* groundwire's own metric names (`groundwire.*`): the GenAI conventions define no evaluation
+  metric, so ours live in our namespace but use the conventions' attribute names.
+
+Indexed names are templates: fill them with `.format(i=...)` or the helper functions below.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- OpenInference: span kinds and common attributes -------------------------------------------
+
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+"""The OpenInference span kind (one of the `SPAN_KIND_*` values)."""
+SPAN_KIND_CHAIN: Final = "CHAIN"
+SPAN_KIND_RETRIEVER: Final = "RETRIEVER"
+SPAN_KIND_RERANKER: Final = "RERANKER"
+SPAN_KIND_LLM: Final = "LLM"
+SPAN_KIND_EMBEDDING: Final = "EMBEDDING"
+SPAN_KIND_TOOL: Final = "TOOL"
+SPAN_KIND_AGENT: Final = "AGENT"
+SPAN_KIND_EVALUATOR: Final = "EVALUATOR"
+"""Kind of our evaluation carrier spans."""
+
+INPUT_VALUE: Final = "input.value"
+"""The operation's input (a query string, or JSON)."""
+INPUT_MIME_TYPE: Final = "input.mime_type"
+OUTPUT_VALUE: Final = "output.value"
+"""The operation's output (an answer string, or JSON)."""
+OUTPUT_MIME_TYPE: Final = "output.mime_type"
+MIME_TEXT: Final = "text/plain"
+MIME_JSON: Final = "application/json"
+
+LLM_MODEL_NAME: Final = "llm.model_name"
+LLM_PROVIDER: Final = "llm.provider"
+LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+LLM_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
+LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
+EMBEDDING_MODEL_NAME: Final = "embedding.model_name"
+
+RETRIEVAL_DOCUMENTS_PREFIX: Final = "retrieval.documents"
+"""Prefix of the retriever's flattened document list."""
+RERANKER_INPUT_DOCUMENTS_PREFIX: Final = "reranker.input_documents"
+RERANKER_OUTPUT_DOCUMENTS_PREFIX: Final = "reranker.output_documents"
+RERANKER_QUERY: Final = "reranker.query"
+RERANKER_TOP_K: Final = "reranker.top_k"
+RERANKER_MODEL_NAME: Final = "reranker.model_name"
+DOCUMENT_CONTENT: Final = "document.content"
+DOCUMENT_ID: Final = "document.id"
+DOCUMENT_SCORE: Final = "document.score"
+DOCUMENT_METADATA: Final = "document.metadata"
+"""JSON object of the document's metadata."""
+
+SESSION_ID: Final = "session.id"
+USER_ID: Final = "user.id"
+METADATA: Final = "metadata"
+
+EVALUATIONS_PREFIX: Final = "evaluations"
+"""Prefix of OpenInference's per-span evaluation list: `evaluations.{i}.evaluation.*`."""
+EVALUATION_NAME: Final = "evaluation.name"
+EVALUATION_SCORE: Final = "evaluation.score"
+EVALUATION_LABEL: Final = "evaluation.label"
+EVALUATION_EXPLANATION: Final = "evaluation.explanation"
+
+
+def document_attribute(prefix: str, index: int, field: str) -> str:
+    """`retrieval.documents.{index}.document.content` and the like."""
+    return f"{prefix}.{index}.{field}"
+
+
+def evaluation_attribute(index: int, field: str) -> str:
+    """`evaluations.{index}.evaluation.score` and the like."""
+    return f"{EVALUATIONS_PREFIX}.{index}.{field}"
+
+
+# --- OpenTelemetry GenAI semantic conventions ---------------------------------------------------
+
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_OPERATION_RETRIEVAL: Final = "retrieval"
+GEN_AI_OPERATION_CHAT: Final = "chat"
+GEN_AI_OPERATION_EMBEDDINGS: Final = "embeddings"
+GEN_AI_OPERATION_INVOKE_AGENT: Final = "invoke_agent"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+"""`input` or `output`, on the judge token counter."""
+GEN_AI_DATA_SOURCE_ID: Final = "gen_ai.data_source.id"
+GEN_AI_RETRIEVAL_QUERY_TEXT: Final = "gen_ai.retrieval.query.text"
+GEN_AI_RETRIEVAL_DOCUMENTS: Final = "gen_ai.retrieval.documents"
+"""JSON list of `{"id": ..., "score": ...}`, one per retrieved document, in rank order."""
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+
+GEN_AI_EVALUATION_RESULT_EVENT: Final = "gen_ai.evaluation.result"
+"""The event name of one evaluation result."""
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+ERROR_TYPE: Final = "error.type"
+SERVICE_NAME: Final = "service.name"
+
+# --- groundwire metrics and attributes ----------------------------------------------------------
+
+METRIC_EVALUATION_SCORE: Final = "groundwire.evaluation.score"
+"""Histogram of scores in [0, 1], unit `1`."""
+METRIC_EVALUATIONS: Final = "groundwire.evaluations"
+"""Counter of evaluations by `groundwire.outcome`."""
+METRIC_EVALUATION_DURATION: Final = "groundwire.evaluation.duration"
+"""Histogram of evaluation time, unit `s`."""
+METRIC_QUEUE_SIZE: Final = "groundwire.queue.size"
+"""Gauge of turns waiting in the background runner's queue."""
+METRIC_JUDGE_TOKENS: Final = "groundwire.judge.tokens"
+"""Counter of LLM-judge tokens by `gen_ai.token.type`."""
+METRIC_JUDGE_AGREEMENT: Final = "groundwire.judge.agreement"
+"""Histogram of agreement between the two groundedness judges, in [0, 1]."""
+
+GROUNDWIRE_OUTCOME: Final = "groundwire.outcome"
+"""Attribute on `groundwire.evaluations`: one of the `OUTCOME_*` values."""
+OUTCOME_OK: Final = "ok"
+OUTCOME_ERROR: Final = "error"
+OUTCOME_DROPPED: Final = "dropped"
+OUTCOME_SAMPLED_OUT: Final = "sampled_out"
+OUTCOME_SKIPPED: Final = "skipped"
+
+GROUNDWIRE_FRAMEWORK: Final = "groundwire.framework"
+"""Which integration recorded a turn (`langchain`, `llamaindex`)."""
+
+SCORE_BUCKETS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+"""Explicit histogram bucket bounds for scores in [0, 1]."""
+DURATION_BUCKETS_S: Final = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+)
+"""Explicit histogram bucket bounds for evaluation durations in seconds."""
+
+# --- environment variables ----------------------------------------------------------------------
+
+ENV_HIDE_INPUTS: Final = "GROUNDWIRE_HIDE_INPUTS"
+"""`true` keeps `input.value` (and queries) off spans."""
+ENV_HIDE_OUTPUTS: Final = "GROUNDWIRE_HIDE_OUTPUTS"
+"""`true` keeps `output.value` (and answers) off spans."""
+ENV_HIDE_DOCUMENT_TEXT: Final = "GROUNDWIRE_HIDE_DOCUMENT_TEXT"
+"""`true` keeps retrieved document text off spans (ids and scores stay)."""
+ENV_MAX_VALUE_LENGTH: Final = "GROUNDWIRE_MAX_VALUE_LENGTH"
+"""Truncate captured text values to this many characters (0 or unset: no limit)."""
