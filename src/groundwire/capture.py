@@ -12,6 +12,8 @@ import hashlib
 import json
 import logging
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +22,12 @@ from groundwire import semconv
 from groundwire._types import Context
 
 __all__ = [
+    "LIVE_CONTENT",
     "Attribute",
     "CaptureConfig",
+    "LiveContent",
+    "LiveContentStore",
+    "SpanKey",
     "content_id",
     "document_attributes",
     "retrieval_attributes",
@@ -165,3 +171,61 @@ def retrieval_attributes(
 def retrieval_span_name(data_source_id: str | None) -> str:
     """`retrieval {gen_ai.data_source.id}`, or plain `retrieval` when the source is unnamed."""
     return f"retrieval {data_source_id}" if data_source_id else "retrieval"
+
+
+@dataclass(frozen=True, slots=True)
+class LiveContent:
+    """The full text of one span, kept in memory when the span itself carries less."""
+
+    input: str | None = None
+    output: str | None = None
+    documents: tuple[Context, ...] | None = None
+
+
+SpanKey = tuple[int, int]
+"""(trace_id, span_id) as the SDK's integers."""
+
+
+class LiveContentStore:
+    """Full values of spans whose text was hidden or truncated, for evaluation only.
+
+    The integrations `put` here only while the store is enabled (the online runner enables it);
+    the assembler `pop`s what it uses. Bounded: the oldest entries go first, so an app whose turns
+    are never assembled cannot grow memory.
+    """
+
+    def __init__(self, max_spans: int = 10_000) -> None:
+        if max_spans < 1:
+            raise ValueError(f"max_spans must be at least 1, got {max_spans}")
+        self._max = max_spans
+        self._items: OrderedDict[SpanKey, LiveContent] = OrderedDict()
+        self._lock = threading.Lock()
+        self.enabled = False
+
+    def put(self, key: SpanKey, content: LiveContent) -> None:
+        """Keep `content` for the span `key` (no-op while disabled)."""
+        if not self.enabled:
+            return
+        with self._lock:
+            self._items[key] = content
+            self._items.move_to_end(key)
+            while len(self._items) > self._max:
+                self._items.popitem(last=False)
+
+    def get(self, key: SpanKey) -> LiveContent | None:
+        """The content kept for `key`, if any."""
+        with self._lock:
+            return self._items.get(key)
+
+    def pop(self, key: SpanKey) -> LiveContent | None:
+        """Remove and return the content kept for `key`, if any."""
+        with self._lock:
+            return self._items.pop(key, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+LIVE_CONTENT = LiveContentStore()
+"""The process-wide store the integrations write and the assembler reads."""
