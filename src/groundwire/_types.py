@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -70,6 +70,20 @@ class RagTurn(_Frozen):
     attributes: dict[str, AttributeValue] = Field(default_factory=dict)
     """Low-cardinality facts about the turn: service, framework, model."""
 
+    if TYPE_CHECKING:  # the signature type checkers see: what validation accepts
+
+        def __init__(
+            self,
+            *,
+            query: str,
+            answer: str,
+            contexts: Sequence[str | Context | Mapping[str, Any]] = (),
+            expected: Sequence[str] | str | None = None,
+            trace_id: str | None = None,
+            span_id: str | None = None,
+            attributes: Mapping[str, AttributeValue] | None = None,
+        ) -> None: ...
+
     @field_validator("contexts", mode="before")
     @classmethod
     def _coerce_contexts(cls, value: Any) -> Any:
@@ -84,6 +98,11 @@ class RagTurn(_Frozen):
             else:
                 coerced.append(item)
         return tuple(coerced)
+
+    @field_validator("attributes", mode="before")
+    @classmethod
+    def _coerce_attributes(cls, value: Any) -> Any:
+        return {} if value is None else value
 
     @field_validator("expected", mode="before")
     @classmethod
