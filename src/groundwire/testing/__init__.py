@@ -6,4 +6,20 @@ protocol with scripted replies, and an OTLP receiver that decodes what crossed t
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from groundwire.testing._openai_server import (
+    OpenAIServer,
+    RecordedRequest,
+    Reply,
+    ReplySource,
+    chat_completion,
+    structured,
+)
+
+__all__: list[str] = [
+    "OpenAIServer",
+    "RecordedRequest",
+    "Reply",
+    "ReplySource",
+    "chat_completion",
+    "structured",
+]

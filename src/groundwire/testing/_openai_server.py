@@ -1,0 +1,391 @@
+"""A real HTTP server on loopback speaking the OpenAI chat-completions protocol, scripted per test.
+
+Point any OpenAI client at `server.base_url` and script what it answers: a queue of `Reply`
+objects (or callables `(request_json) -> Reply`) consumed one per request, then a default handler.
+Replies can carry any status code, headers (`Retry-After`), a delay, a malformed body or a usage
+block. Every request is recorded (`server.requests`), so a test can check what crossed the wire.
+
+    with OpenAIServer() as server:
+        server.enqueue(Reply.error(429, headers={"Retry-After": "0"}), structured({"rating": 2}))
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test")
+
+The server is threaded (one thread per connection, HTTP/1.1 keep-alive), so concurrency and
+latency measured against it are real.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self, TypeAlias
+
+__all__ = [
+    "OpenAIServer",
+    "RecordedRequest",
+    "Reply",
+    "ReplySource",
+    "chat_completion",
+    "structured",
+]
+
+_ids = itertools.count(1)
+
+
+def chat_completion(
+    content: str | None = None,
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    model: str = "scripted-model",
+    usage: tuple[int, int] | None = (10, 5),
+    finish_reason: str | None = None,
+) -> dict[str, Any]:
+    """A `chat.completion` response body with one choice; `usage` is (prompt, completion) tokens."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    body: dict[str, Any] = {
+        "id": f"chatcmpl-{next(_ids)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
+    }
+    if usage is not None:
+        prompt, completion = usage
+        body["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+    return body
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted HTTP reply: status, a JSON or raw body, headers, and a delay before sending."""
+
+    status: int = 200
+    json: Any = None
+    """A JSON-serialisable body (ignored when `body` is given)."""
+    body: bytes | str | None = None
+    """A raw body, sent as is (for malformed replies)."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    """Seconds to wait before answering (to exercise client timeouts and latency)."""
+
+    @classmethod
+    def chat(
+        cls,
+        content: str,
+        *,
+        usage: tuple[int, int] | None = (10, 5),
+        model: str = "scripted-model",
+        delay_s: float = 0.0,
+    ) -> Reply:
+        """A successful completion whose message content is `content`."""
+        return cls(json=chat_completion(content, usage=usage, model=model), delay_s=delay_s)
+
+    @classmethod
+    def tool_call(
+        cls,
+        name: str,
+        arguments: Any,
+        *,
+        usage: tuple[int, int] | None = (10, 5),
+        model: str = "scripted-model",
+        delay_s: float = 0.0,
+    ) -> Reply:
+        """A completion calling tool `name` with `arguments` (JSON-encoded unless a str)."""
+        call = _tool_call(name, arguments)
+        return cls(
+            json=chat_completion(None, tool_calls=[call], usage=usage, model=model), delay_s=delay_s
+        )
+
+    @classmethod
+    def error(
+        cls,
+        status: int,
+        message: str = "scripted error",
+        *,
+        headers: Mapping[str, str] | None = None,
+        delay_s: float = 0.0,
+    ) -> Reply:
+        """An error reply in OpenAI's shape: `{"error": {"message", "type", "code"}}`."""
+        body = {"error": {"message": message, "type": "scripted_error", "code": str(status)}}
+        return cls(status=status, json=body, headers=dict(headers or {}), delay_s=delay_s)
+
+
+ReplySource: TypeAlias = Reply | Callable[[Any], Reply]
+"""A reply, or a callable building one from the request's parsed JSON body."""
+
+
+def _tool_call(name: str, arguments: Any) -> dict[str, Any]:
+    encoded = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {
+        "id": f"call_{next(_ids)}",
+        "type": "function",
+        "function": {"name": name, "arguments": encoded},
+    }
+
+
+def structured(
+    data: Any,
+    *,
+    usage: tuple[int, int] | None = (10, 5),
+    model: str = "scripted-model",
+    delay_s: float = 0.0,
+) -> Callable[[Any], Reply]:
+    """A reply source answering with `data` in whatever shape the request asked for.
+
+    A request offering tools (instructor's TOOLS mode) gets a call of the first tool with `data`
+    as arguments; any other request gets `data` as JSON message content (JSON / MD_JSON modes).
+    """
+
+    def build(request: Any) -> Reply:
+        tools = request.get("tools") if isinstance(request, dict) else None
+        if tools:
+            name = tools[0].get("function", {}).get("name", "tool")
+            return Reply.tool_call(name, data, usage=usage, model=model, delay_s=delay_s)
+        content = data if isinstance(data, str) else json.dumps(data)
+        return Reply.chat(content, usage=usage, model=model, delay_s=delay_s)
+
+    return build
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    json: Any
+    """The parsed JSON body, or None when it was not JSON."""
+    received_at: float
+    """`time.monotonic()` when the request was read."""
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat messages of a chat-completions request (empty otherwise)."""
+        if isinstance(self.json, dict) and isinstance(self.json.get("messages"), list):
+            return list(self.json["messages"])
+        return []
+
+    @property
+    def text(self) -> str:
+        """All message contents joined by newlines: handy for asserting what the model saw."""
+        parts = [m.get("content") for m in self.messages]
+        return "\n".join(p for p in parts if isinstance(p, str))
+
+
+_NOT_FOUND = Reply.error(404, "only POST /v1/chat/completions is served")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def do_POST(self) -> None:
+        """Read the request, record it, and send the scripted reply."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            parsed: Any = json.loads(raw) if raw else None
+        except ValueError:
+            parsed = None
+        recorded = RecordedRequest(
+            method="POST",
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=raw,
+            json=parsed,
+            received_at=time.monotonic(),
+        )
+        owner = self.server.owner
+        owner._record(recorded)
+        if self.path.rstrip("/").endswith("/chat/completions"):
+            reply = owner._next_reply(parsed)
+        else:
+            reply = _NOT_FOUND
+        self._send(reply, owner._stopping)
+
+    def do_GET(self) -> None:
+        """Only chat completions are served."""
+        self._send(_NOT_FOUND, self.server.owner._stopping)
+
+    def _send(self, reply: Reply, stopping: threading.Event) -> None:
+        if reply.delay_s > 0 and stopping.wait(reply.delay_s):
+            self.close_connection = True
+            return
+        if reply.body is not None:
+            payload = reply.body.encode() if isinstance(reply.body, str) else reply.body
+        else:
+            payload = json.dumps(reply.json).encode()
+        try:
+            self.send_response(reply.status)
+            headers = {k.lower(): v for k, v in reply.headers.items()}
+            self.send_header("Content-Type", headers.pop("content-type", "application/json"))
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (e.g. its timeout fired)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: tests read `server.requests` instead of a log."""
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    owner: OpenAIServer
+
+
+class OpenAIServer:
+    """An OpenAI-compatible chat-completions server on 127.0.0.1 with scripted replies.
+
+    Replies come from the queue (`enqueue`) first, then from `default` (a reply source); with
+    neither, the server answers 500 so a test that runs out of script fails loudly.
+    """
+
+    def __init__(
+        self, default: ReplySource | None = None, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[ReplySource] = deque()
+        self._default = default
+        self._requests: list[RecordedRequest] = []
+        self._stopping = threading.Event()
+        self._host = host
+        self._port = port
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.record_requests = True
+        """Set False in long benchmarks so recorded requests do not grow memory."""
+        self.request_count = 0
+        """How many requests arrived (counted even when not recorded)."""
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Bind and serve in a daemon thread; returns self."""
+        if self._httpd is not None:
+            raise RuntimeError("OpenAIServer is already running")
+        self._stopping.clear()
+        httpd = _Server((self._host, self._port), _Handler)
+        httpd.owner = self
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            daemon=True,
+            name="groundwire-openai-server",
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; delayed replies still pending are abandoned."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # --- addresses ----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port (the server must be running)."""
+        if self._httpd is None:
+            raise RuntimeError(
+                "OpenAIServer is not running; call start() or use it in a with block"
+            )
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give an OpenAI client: `http://127.0.0.1:PORT/v1`."""
+        return f"http://{self._host}:{self.port}/v1"
+
+    # --- scripting ----------------------------------------------------------------------------
+
+    def enqueue(self, *replies: ReplySource) -> None:
+        """Append replies; each request consumes the oldest one."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def set_default(self, default: ReplySource | None) -> None:
+        """Set the reply source used when the queue is empty."""
+        with self._lock:
+            self._default = default
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not yet consumed."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of the requests received so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    def clear(self) -> None:
+        """Forget recorded requests and queued replies."""
+        with self._lock:
+            self._requests.clear()
+            self._queue.clear()
+            self.request_count = 0
+
+    # --- used by the handler ------------------------------------------------------------------
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.request_count += 1
+            if self.record_requests:
+                self._requests.append(request)
+
+    def _next_reply(self, request_json: Any) -> Reply:
+        with self._lock:
+            source = self._queue.popleft() if self._queue else self._default
+        if source is None:
+            return Reply.error(500, "OpenAIServer: no scripted reply left for this request")
+        if isinstance(source, Reply):
+            return source
+        try:
+            return source(request_json)
+        except Exception as error:  # a broken script must show up in the test, not hang it
+            return Reply.error(500, f"OpenAIServer: reply callable raised {error!r}")
