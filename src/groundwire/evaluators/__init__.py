@@ -11,6 +11,10 @@ from typing import Any
 
 _EXPORTS: dict[str, str] = {
     # public name -> module that defines it
+    "Quote": "groundwire.evaluators.quoted_spans",
+    "QuotedSpans": "groundwire.evaluators.quoted_spans",
+    "find_quotes": "groundwire.evaluators.quoted_spans",
+    "quoted_spans_alignment": "groundwire.evaluators.quoted_spans",
 }
 
 __all__ = sorted(_EXPORTS)
