@@ -170,3 +170,33 @@ ENV_HIDE_DOCUMENT_TEXT: Final = "GROUNDWIRE_HIDE_DOCUMENT_TEXT"
 """`true` keeps retrieved document text off spans (ids and scores stay)."""
 ENV_MAX_VALUE_LENGTH: Final = "GROUNDWIRE_MAX_VALUE_LENGTH"
 """Truncate captured text values to this many characters (0 or unset: no limit)."""
+
+# --- LLM judges (groundedness, citation_support) ------------------------------------------------
+
+ENV_JUDGE_MODEL: Final = "GROUNDWIRE_JUDGE_MODEL"
+"""Judge model name (falls back to `OPENAI_MODEL`)."""
+ENV_JUDGE_BASE_URL: Final = "GROUNDWIRE_JUDGE_BASE_URL"
+"""Base URL of any OpenAI-compatible server (falls back to `OPENAI_BASE_URL`; unset: OpenAI)."""
+ENV_JUDGE_API_KEY: Final = "GROUNDWIRE_JUDGE_API_KEY"
+"""Judge API key (falls back to `OPENAI_API_KEY`)."""
+ENV_JUDGE_TIMEOUT: Final = "GROUNDWIRE_JUDGE_TIMEOUT"
+"""Per-call judge timeout in seconds (default 30)."""
+ENV_JUDGE_MAX_CONCURRENCY: Final = "GROUNDWIRE_JUDGE_MAX_CONCURRENCY"
+"""Judge calls in flight at once (default 8)."""
+ENV_JUDGE_MAX_RETRIES: Final = "GROUNDWIRE_JUDGE_MAX_RETRIES"
+"""Retries of one judge call on 429/5xx/timeouts (default 3)."""
+ENV_JUDGE_CACHE: Final = "GROUNDWIRE_JUDGE_CACHE"
+"""Judge reply cache: `memory` (default), `disk` or `off`."""
+ENV_JUDGE_CACHE_DIR: Final = "GROUNDWIRE_JUDGE_CACHE_DIR"
+"""Directory of the on-disk judge cache (setting it implies `disk`)."""
+ENV_JUDGE_MODE: Final = "GROUNDWIRE_JUDGE_MODE"
+"""Structured-output mode: `tools` (default), `json` or `md_json`."""
+
+DETAIL_JUDGE_AGREEMENT: Final = "judge_agreement"
+"""`Score.details` key of the groundedness judges' agreement in [0, 1] (1 - |r1 - r2| / 2);
+the emitter records it as `groundwire.judge.agreement`. Absent when a judge gave no rating."""
+DETAIL_JUDGE_MODEL: Final = "judge_model"
+"""`Score.details` key of the judge model name (low-cardinality; usable as a metric attribute)."""
+LABEL_SKIPPED: Final = "skipped"
+"""`Score.label` of a judge evaluator skipped because no judge is configured (value None);
+runners count it under `groundwire.outcome=skipped`."""
