@@ -1,0 +1,455 @@
+"""The LangChain callback handler that turns every run into an OpenTelemetry span.
+
+Each run's span is parented explicitly: on the span of the run's `parent_run_id` when we traced
+it, else on the OpenTelemetry context current when the run started (so an application span around
+`chain.invoke` becomes the root's parent). The OTel context is never attached inside a callback,
+so an error between two callbacks cannot leave a context attached. Values are written when the
+run ends, once, in one `set_attributes` call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import LLMResult
+from opentelemetry import trace
+from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
+from opentelemetry.util.types import AttributeValue
+
+from groundwire import semconv
+from groundwire.capture import (
+    LIVE_CONTENT,
+    Attribute,
+    CaptureConfig,
+    LiveContent,
+    retrieval_attributes,
+    retrieval_span_name,
+)
+from groundwire_langchain._attributes import (
+    llm_output_value,
+    model_name,
+    request_attributes,
+    response_attributes,
+)
+from groundwire_langchain._values import to_context, to_text
+from groundwire_langchain.version import __version__
+
+__all__ = ["GroundwireCallbackHandler"]
+
+logger = logging.getLogger("groundwire_langchain")
+
+FRAMEWORK = "langchain"
+"""Value of `groundwire.framework` on the root span of every LangChain run tree."""
+
+_Attributes = dict[str, AttributeValue]
+
+
+@dataclass(slots=True)
+class _Run:
+    """One open run: its span, what kind of run it is, its name and its input."""
+
+    span: Span
+    kind: str
+    name: str
+    inputs: Any
+
+
+class GroundwireCallbackHandler(BaseCallbackHandler):
+    """LangChain callbacks in, OpenTelemetry spans out; pass it as `callbacks=[handler]`.
+
+    `LangChainInstrumentor().instrument()` adds one of these to every run by itself; create your
+    own only to trace selected calls. Privacy switches left as None are read from the
+    `GROUNDWIRE_HIDE_*` and `GROUNDWIRE_MAX_VALUE_LENGTH` environment variables.
+    """
+
+    run_inline = True
+    """Called in the run's own thread or task, in order, even from async runs."""
+    raise_error = False
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        *,
+        hide_inputs: bool | None = None,
+        hide_outputs: bool | None = None,
+        hide_document_text: bool | None = None,
+        max_value_length: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = CaptureConfig.from_env(
+            hide_inputs=hide_inputs,
+            hide_outputs=hide_outputs,
+            hide_document_text=hide_document_text,
+            max_value_length=max_value_length,
+        )
+        """The privacy switches in force."""
+        config = self.config
+        self._lossy = (
+            config.hide_inputs
+            or config.hide_outputs
+            or config.hide_document_text
+            or config.max_value_length is not None
+        )
+        self._tracer = trace.get_tracer(
+            "groundwire_langchain", __version__, tracer_provider=tracer_provider
+        )
+        self._runs: dict[UUID, _Run] = {}
+
+    @property
+    def open_runs(self) -> int:
+        """How many runs have started and not yet ended (0 between requests)."""
+        return len(self._runs)
+
+    # --- chains --------------------------------------------------------------------------------
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any],
+        inputs: dict[str, Any],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open a CHAIN span named after the runnable."""
+        name = _run_name(serialized, kwargs, "chain")
+        attributes: _Attributes = {semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_CHAIN}
+        self._start(run_id, parent_run_id, name, name, attributes, inputs)
+
+    def on_chain_end(
+        self,
+        outputs: dict[str, Any],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Close the chain's span with its input and output (streams send the input only now)."""
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            self._finish(run, kwargs.get("inputs", run.inputs), outputs)
+
+    def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Close the chain's span with status ERROR and an exception event."""
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            self._finish(run, kwargs.get("inputs", run.inputs), None, error=error)
+
+    # --- retrievers ----------------------------------------------------------------------------
+
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any],
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open a RETRIEVER span, `retrieval {retriever name}`."""
+        name = _run_name(serialized, kwargs, "retriever")
+        attributes: _Attributes = {
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_RETRIEVER,
+            semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_RETRIEVAL,
+            semconv.GEN_AI_DATA_SOURCE_ID: name,
+        }
+        self._start(run_id, parent_run_id, retrieval_span_name(name), name, attributes, query)
+
+    def on_retriever_end(
+        self,
+        documents: Sequence[Document],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Close the retriever's span with the query and the documents in rank order."""
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            self._finish(run, run.inputs, None, documents=documents)
+
+    def on_retriever_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Close the retriever's span with status ERROR and an exception event."""
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            self._finish(run, run.inputs, None, error=error)
+
+    # --- models --------------------------------------------------------------------------------
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open an LLM span, `chat {model}`; LangChain calls this once per prompt."""
+        prompt = messages[0] if len(messages) == 1 else messages
+        operation = semconv.GEN_AI_OPERATION_CHAT
+        self._start_llm(operation, serialized, prompt, run_id, parent_run_id, metadata, kwargs)
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open an LLM span for a text-completion model, `text_completion {model}`."""
+        prompt = prompts[0] if len(prompts) == 1 else prompts
+        operation = semconv.GEN_AI_OPERATION_TEXT_COMPLETION
+        self._start_llm(operation, serialized, prompt, run_id, parent_run_id, metadata, kwargs)
+
+    def on_llm_end(
+        self,
+        response: LLMResult,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Close the model's span with its answer (whole, also when streamed) and token counts."""
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            self._finish(run, run.inputs, response)
+
+    def on_llm_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Close the model's span with status ERROR and an exception event."""
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            self._finish(run, run.inputs, None, error=error)
+
+    # --- tools ---------------------------------------------------------------------------------
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open a TOOL span, `execute_tool {tool name}`."""
+        name = _run_name(serialized, kwargs, "tool")
+        attributes: _Attributes = {
+            semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_TOOL,
+            semconv.TOOL_NAME: name,
+            semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_EXECUTE_TOOL,
+            semconv.GEN_AI_TOOL_NAME: name,
+        }
+        span_name = f"{semconv.GEN_AI_OPERATION_EXECUTE_TOOL} {name}"
+        self._start(run_id, parent_run_id, span_name, name, attributes, input_str)
+
+    def on_tool_end(
+        self,
+        output: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Close the tool's span with its output."""
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            self._finish(run, run.inputs, output)
+
+    def on_tool_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Close the tool's span with status ERROR and an exception event."""
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            self._finish(run, run.inputs, None, error=error)
+
+    # --- span lifecycle ------------------------------------------------------------------------
+
+    def _start_llm(
+        self,
+        operation: str,
+        serialized: Mapping[str, Any] | None,
+        prompt: Any,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        metadata: Mapping[str, Any] | None,
+        kwargs: Mapping[str, Any],
+    ) -> None:
+        name = _run_name(serialized, kwargs, "llm")
+        model = model_name(metadata, kwargs.get("invocation_params"))
+        attributes: _Attributes = {}
+        _collect(attributes, request_attributes(operation, model, metadata))
+        span_name = f"{operation} {model}" if model else name
+        self._start(run_id, parent_run_id, span_name, name, attributes, prompt)
+
+    def _start(
+        self,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        span_name: str,
+        name: str,
+        attributes: _Attributes,
+        inputs: Any,
+    ) -> None:
+        """Open the run's span under its parent run's span, or under the current context."""
+        parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
+        if parent is None:
+            attributes[semconv.GROUNDWIRE_FRAMEWORK] = FRAMEWORK
+            span = self._tracer.start_span(span_name, attributes=attributes)
+        else:
+            context = trace.set_span_in_context(parent.span)
+            span = self._tracer.start_span(span_name, context=context, attributes=attributes)
+        kind = attributes.get(semconv.OPENINFERENCE_SPAN_KIND, semconv.SPAN_KIND_CHAIN)
+        self._runs[run_id] = _Run(span, str(kind), name, inputs)
+
+    def _finish(
+        self,
+        run: _Run,
+        inputs: Any,
+        outputs: Any,
+        *,
+        documents: Sequence[Document] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Write the run's values onto its span and end it; the span ends whatever happens."""
+        span = run.span
+        try:
+            if span.is_recording():
+                attributes: _Attributes = {}
+                if run.kind == semconv.SPAN_KIND_RETRIEVER:
+                    self._retrieval(span, run, inputs, documents, attributes)
+                elif run.kind == semconv.SPAN_KIND_LLM:
+                    if isinstance(outputs, LLMResult):
+                        _collect(attributes, response_attributes(outputs))
+                        outputs = llm_output_value(outputs)
+                    self._values(span, inputs, outputs, attributes)
+                else:
+                    self._values(span, inputs, outputs, attributes)
+                span.set_attributes(attributes)
+                if error is not None:
+                    _record_error(span, error)
+        except Exception:
+            logger.debug("could not record run %r on its span", run.name, exc_info=True)
+        finally:
+            span.end()
+
+    def _values(self, span: Span, inputs: Any, outputs: Any, attributes: _Attributes) -> None:
+        """`input.value` / `output.value` as the privacy switches allow; full text to the store."""
+        config = self.config
+        live = self._lossy and LIVE_CONTENT.enabled
+        input_text = output_text = None
+        if inputs is not None and (live or not config.hide_inputs):
+            input_text, mime = to_text(inputs)
+            if not config.hide_inputs:
+                attributes[semconv.INPUT_VALUE] = config.text(input_text)
+                attributes[semconv.INPUT_MIME_TYPE] = mime
+        if outputs is not None and (live or not config.hide_outputs):
+            output_text, mime = to_text(outputs)
+            if not config.hide_outputs:
+                attributes[semconv.OUTPUT_VALUE] = config.text(output_text)
+                attributes[semconv.OUTPUT_MIME_TYPE] = mime
+        if live:
+            _keep_live(span, LiveContent(input=input_text, output=output_text))
+
+    def _retrieval(
+        self,
+        span: Span,
+        run: _Run,
+        query: Any,
+        documents: Sequence[Document] | None,
+        attributes: _Attributes,
+    ) -> None:
+        """The query and documents in OpenInference and GenAI names (see `groundwire.capture`)."""
+        text = query if isinstance(query, str) else None
+        contexts = [to_context(document, rank) for rank, document in enumerate(documents or ())]
+        _collect(
+            attributes, retrieval_attributes(text, contexts, self.config, data_source_id=run.name)
+        )
+        if documents is None:  # failed: it returned no list, not an empty one
+            attributes.pop(semconv.GEN_AI_RETRIEVAL_DOCUMENTS, None)
+        if self._lossy and LIVE_CONTENT.enabled:
+            _keep_live(span, LiveContent(input=text, documents=tuple(contexts)))
+
+
+def _keep_live(span: Span, content: LiveContent) -> None:
+    context = span.get_span_context()
+    LIVE_CONTENT.put((context.trace_id, context.span_id), content)
+
+
+def _collect(attributes: _Attributes, pairs: Iterator[Attribute]) -> None:
+    """Add one builder's pairs; if the builder fails, only its remaining pairs are lost."""
+    try:
+        for key, value in pairs:
+            attributes[key] = value
+    except Exception:
+        logger.debug("an attribute builder failed", exc_info=True)
+
+
+def _record_error(span: Span, error: BaseException) -> None:
+    span.record_exception(error)
+    span.set_attribute(semconv.ERROR_TYPE, type(error).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+
+
+def _run_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any], default: str) -> str:
+    """The run's name as LangChain reports it: `name`, else the serialized name or class path."""
+    name = kwargs.get("name")
+    if isinstance(name, str) and name:
+        return name
+    if isinstance(serialized, Mapping):
+        name = serialized.get("name")
+        if isinstance(name, str) and name:
+            return name
+        path = serialized.get("id")
+        if isinstance(path, list) and path:
+            return str(path[-1])
+    return default
