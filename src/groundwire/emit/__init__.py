@@ -1,0 +1,28 @@
+"""Scores to telemetry: `gen_ai.evaluation.result` events, OpenInference `evaluations.{i}.*`
+attributes, evaluation carrier spans and metric instruments (names in `groundwire.semconv`).
+"""
+
+from __future__ import annotations
+
+from groundwire.emit._attributes import (
+    Attributes,
+    error_type,
+    evaluation_attributes,
+    score_event_attributes,
+)
+from groundwire.emit._emitter import Emitter
+from groundwire.emit._metrics import EvaluationMetrics, metric_views
+from groundwire.emit._spans import SpanTarget, emit_evaluation_span, target_context
+
+__all__ = [
+    "Attributes",
+    "Emitter",
+    "EvaluationMetrics",
+    "SpanTarget",
+    "emit_evaluation_span",
+    "error_type",
+    "evaluation_attributes",
+    "metric_views",
+    "score_event_attributes",
+    "target_context",
+]

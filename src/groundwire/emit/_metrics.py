@@ -1,0 +1,123 @@
+"""groundwire's metric instruments, with bucket bounds suited to scores and seconds.
+
+Histograms carry `explicit_bucket_boundaries_advisory`, so the buckets are right on any SDK
+meter provider, including one the app built before groundwire was configured; `metric_views()`
+states the same bounds as Views for providers groundwire builds itself.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Mapping
+
+from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
+from groundwire import semconv
+from groundwire._types import Score
+from groundwire._version import __version__
+
+__all__ = ["EvaluationMetrics", "metric_views"]
+
+
+def metric_views() -> list[View]:
+    """Views pinning explicit buckets: [0, 1] for scores and agreement, seconds for durations."""
+    scores = ExplicitBucketHistogramAggregation(boundaries=semconv.SCORE_BUCKETS)
+    return [
+        View(instrument_name=semconv.METRIC_EVALUATION_SCORE, aggregation=scores),
+        View(instrument_name=semconv.METRIC_JUDGE_AGREEMENT, aggregation=scores),
+        View(
+            instrument_name=semconv.METRIC_EVALUATION_DURATION,
+            aggregation=ExplicitBucketHistogramAggregation(boundaries=semconv.DURATION_BUCKETS_S),
+        ),
+    ]
+
+
+class EvaluationMetrics:
+    """The five instruments of online evaluation, created once on a meter provider."""
+
+    def __init__(self, meter_provider: MeterProvider | None = None) -> None:
+        provider = meter_provider or metrics.get_meter_provider()
+        meter = provider.get_meter(semconv.INSTRUMENTATION_SCOPE, __version__)
+        self._score = meter.create_histogram(
+            semconv.METRIC_EVALUATION_SCORE,
+            unit="1",
+            description="Evaluation scores in [0, 1], by evaluator and label.",
+            explicit_bucket_boundaries_advisory=semconv.SCORE_BUCKETS,
+        )
+        self._evaluations = meter.create_counter(
+            semconv.METRIC_EVALUATIONS,
+            unit="{evaluation}",
+            description="Evaluations by evaluator and outcome (ok, error, dropped, ...).",
+        )
+        self._duration = meter.create_histogram(
+            semconv.METRIC_EVALUATION_DURATION,
+            unit="s",
+            description="Time one evaluator took on one turn.",
+            explicit_bucket_boundaries_advisory=semconv.DURATION_BUCKETS_S,
+        )
+        self._tokens = meter.create_counter(
+            semconv.METRIC_JUDGE_TOKENS,
+            unit="{token}",
+            description="Tokens spent by LLM-judge evaluators, by token type.",
+        )
+        self._gauges: list[Callable[[], int]] = []
+        self._lock = threading.Lock()
+        meter.create_observable_gauge(
+            semconv.METRIC_QUEUE_SIZE,
+            callbacks=[self._observe_queue],
+            unit="{turn}",
+            description="Turns waiting in the background evaluation queue.",
+        )
+
+    def watch_queue(self, size: Callable[[], int]) -> None:
+        """Report `size()` as the queue-size gauge at each collection."""
+        with self._lock:
+            self._gauges.append(size)
+
+    def _observe_queue(self, _options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            gauges = list(self._gauges)
+        total = 0
+        for size in gauges:
+            try:
+                total += size()
+            except Exception:  # a gauge must never break a collection
+                continue
+        return [Observation(total)]
+
+    def record_score(self, score: Score, duration_s: float | None = None) -> None:
+        """Count one finished evaluation (ok or error) with its value, duration and judge tokens."""
+        name = {semconv.GEN_AI_EVALUATION_NAME: score.name}
+        outcome = semconv.OUTCOME_OK if score.ok else semconv.OUTCOME_ERROR
+        self._evaluations.add(1, {**name, semconv.GROUNDWIRE_OUTCOME: outcome})
+        if score.value is not None and not math.isnan(score.value):
+            attributes = dict(name)
+            if score.label is not None:
+                attributes[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = score.label
+            self._score.record(score.value, attributes)
+        if duration_s is not None:
+            self._duration.record(duration_s, name)
+        self.record_tokens(score.name, score.usage)
+
+    def record_tokens(self, evaluator: str, usage: Mapping[str, int]) -> None:
+        """Add a judge's token usage (`{"input": n, "output": m}`) to the token counter."""
+        for token_type, count in usage.items():
+            if count > 0:
+                self._tokens.add(
+                    count,
+                    {
+                        semconv.GEN_AI_EVALUATION_NAME: evaluator,
+                        semconv.GEN_AI_TOKEN_TYPE: token_type,
+                    },
+                )
+
+    def record_outcome(self, evaluator: str, outcome: str, count: int = 1) -> None:
+        """Count evaluations that did not run: dropped, sampled_out or skipped."""
+        if count > 0:
+            self._evaluations.add(
+                count,
+                {semconv.GEN_AI_EVALUATION_NAME: evaluator, semconv.GROUNDWIRE_OUTCOME: outcome},
+            )

@@ -1,0 +1,160 @@
+"""Span and metric exporters writing OTLP/JSON lines, the OpenTelemetry Collector file format.
+
+Each export appends one line: an `ExportTraceServiceRequest` or `ExportMetricsServiceRequest`
+as OTLP/JSON. Spans and metrics may share one file (readers tell them apart by the top-level
+`resourceSpans` / `resourceMetrics` key). Writes run with instrumentation suppressed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
+from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    MetricExporter,
+    MetricExportResult,
+    MetricsData,
+)
+from opentelemetry.sdk.metrics.view import Aggregation
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from groundwire.exporters._otlp_json import to_otlp_json
+
+__all__ = ["JsonLinesFile", "JsonLinesMetricExporter", "JsonLinesSpanExporter"]
+
+logger = logging.getLogger("groundwire.exporters")
+
+
+class JsonLinesFile:
+    """An append-only file of JSON lines shared by exporters; thread-safe, opened lazily."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._file: IO[str] | None = None
+        self._users = 0
+        self._closed = False
+
+    def acquire(self) -> JsonLinesFile:
+        """Register one more exporter writing here; the file closes when the last one is done."""
+        with self._lock:
+            self._users += 1
+        return self
+
+    def write_line(self, line: str) -> None:
+        """Append one line and flush it (the file is opened, and its folder made, on first use)."""
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"{self.path} is closed")
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = self.path.open("a", encoding="utf-8")
+            self._file.write(line + "\n")
+            self._file.flush()
+
+    def release(self) -> None:
+        """One exporter is done; close the file when none is left."""
+        with self._lock:
+            self._users -= 1
+            if self._users <= 0 and self._file is not None:
+                self._file.close()
+                self._file = None
+                self._closed = True
+
+
+def _open(target: str | os.PathLike[str] | JsonLinesFile) -> JsonLinesFile:
+    return (target if isinstance(target, JsonLinesFile) else JsonLinesFile(target)).acquire()
+
+
+def _suppressed_write(file: JsonLinesFile, line: str) -> bool:
+    token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+    try:
+        file.write_line(line)
+    except (OSError, ValueError) as error:
+        logger.warning("could not write telemetry to %s: %s", file.path, error)
+        return False
+    finally:
+        detach(token)
+    return True
+
+
+class JsonLinesSpanExporter(SpanExporter):
+    """Writes each batch of spans as one `ExportTraceServiceRequest` OTLP/JSON line."""
+
+    def __init__(self, path: str | os.PathLike[str] | JsonLinesFile) -> None:
+        self._file = _open(path)
+        self._shut_down = False
+
+    @property
+    def path(self) -> Path:
+        """Where the lines go."""
+        return self._file.path
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Append the batch; FAILURE (logged) when the file cannot be written."""
+        if self._shut_down:
+            return SpanExportResult.FAILURE
+        if not spans:
+            return SpanExportResult.SUCCESS
+        ok = _suppressed_write(self._file, to_otlp_json(encode_spans(spans)))
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        """Close the file once every exporter sharing it has shut down."""
+        if not self._shut_down:
+            self._shut_down = True
+            self._file.release()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Lines are flushed as they are written."""
+        return True
+
+
+class JsonLinesMetricExporter(MetricExporter):
+    """Writes each metric collection as one `ExportMetricsServiceRequest` OTLP/JSON line."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | JsonLinesFile,
+        preferred_temporality: dict[type, AggregationTemporality] | None = None,
+        preferred_aggregation: dict[type, Aggregation] | None = None,
+    ) -> None:
+        super().__init__(preferred_temporality, preferred_aggregation)
+        self._file = _open(path)
+        self._shut_down = False
+
+    @property
+    def path(self) -> Path:
+        """Where the lines go."""
+        return self._file.path
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        """Append the collection; FAILURE (logged) when the file cannot be written."""
+        if self._shut_down:
+            return MetricExportResult.FAILURE
+        request = encode_metrics(metrics_data)
+        if not request.resource_metrics:
+            return MetricExportResult.SUCCESS
+        ok = _suppressed_write(self._file, to_otlp_json(request))
+        return MetricExportResult.SUCCESS if ok else MetricExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        """Lines are flushed as they are written."""
+        return True
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        """Close the file once every exporter sharing it has shut down."""
+        if not self._shut_down:
+            self._shut_down = True
+            self._file.release()
