@@ -11,6 +11,21 @@ from typing import Any
 
 _EXPORTS: dict[str, str] = {
     # public name -> module that defines it
+    "ERAG": "groundwire.evaluators.erag",
+    "erag_score": "groundwire.evaluators.erag",
+    "aerag_score": "groundwire.evaluators.erag",
+    "score_relevance_labels": "groundwire.evaluators.erag",
+    "exact_match": "groundwire.evaluators.erag",
+    "token_f1": "groundwire.evaluators.erag",
+    "contains": "groundwire.evaluators.erag",
+    "rouge_l": "groundwire.evaluators.erag",
+    "batchify_text_generator": "groundwire.evaluators.erag",
+    "batchify_downstream_metric": "groundwire.evaluators.erag",
+    "BatchedGenerator": "groundwire.evaluators.erag",
+    "FunctionGenerator": "groundwire.evaluators.erag",
+    "LangChainGenerator": "groundwire.evaluators.erag",
+    "LlamaIndexGenerator": "groundwire.evaluators.erag",
+    "OpenAIGenerator": "groundwire.evaluators.erag",
     "Quote": "groundwire.evaluators.quoted_spans",
     "QuotedSpans": "groundwire.evaluators.quoted_spans",
     "find_quotes": "groundwire.evaluators.quoted_spans",
