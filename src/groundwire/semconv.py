@@ -143,6 +143,8 @@ OUTCOME_SKIPPED: Final = "skipped"
 
 GROUNDWIRE_FRAMEWORK: Final = "groundwire.framework"
 """Which integration recorded a turn (`langchain`, `llamaindex`)."""
+FRAMEWORK_LLAMAINDEX: Final = "llamaindex"
+"""`groundwire.framework` on the root span of a LlamaIndex run."""
 
 SCORE_BUCKETS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 """Explicit histogram bucket bounds for scores in [0, 1]."""
