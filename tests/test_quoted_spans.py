@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import groundwire
 from groundwire import RagTurn, Score
@@ -101,6 +106,32 @@ def test_empty_quotes_and_min_len_in_words() -> None:
 def test_offsets_point_into_the_text() -> None:
     """Quote offsets exclude the marks and the surrounding whitespace."""
     assert find_quotes("x “  a b  ” y") == [Quote("a b", 5, 8)]
+
+
+_MARKS = ['"', "“", "”", "‘", "’", "„", "«", "»", "‹", "›", "「", "」", "『", "』", "'", "`"]
+_PIECES = st.sampled_from([*_MARKS, "it’s", "O’Neil", "a", "b", " ", "  ", "\n", "\n\n", "x’y"])
+_TEXT = st.lists(_PIECES, max_size=30).map("".join)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=_TEXT)
+def test_typographic_quotes_are_ordered_disjoint_and_stripped(text: str) -> None:
+    """On any text, quotes are in order, never overlap, and are stripped slices of the text."""
+    quotes = find_quotes(text, min_len=0)
+    for quote in quotes:
+        assert text[quote.start : quote.end] == quote.text == quote.text.strip()
+    for before, after in itertools.pairwise(quotes):
+        assert before.end < after.start
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=_TEXT)
+def test_word_internal_apostrophes_never_change_the_quotes(text: str) -> None:
+    """Replacing every ’ or ‘ between two letters by a plain letter leaves the quotes unchanged."""
+    plain = re.sub(r"(?<=[^\W_])[’‘](?=[^\W_])", "q", text)
+    assert [q[1:] for q in find_quotes(text, min_len=0)] == [
+        q[1:] for q in find_quotes(plain, min_len=0)
+    ]
 
 
 # --- find_quotes, Ragas style ------------------------------------------------------------------

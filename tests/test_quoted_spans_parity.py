@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groundwire import RagTurn
-from groundwire.evaluators.quoted_spans import QuotedSpans, quoted_spans_alignment
+from groundwire.evaluators.quoted_spans import QuotedSpans, find_quotes, quoted_spans_alignment
 
 Alignment = Callable[..., dict[str, float]]
 
@@ -200,6 +200,15 @@ def test_arbitrary_text_matches_ragas(
     ]
     expected = _ORACLE.quoted_spans_alignment(answers, sources, casefold=casefold, min_len=min_len)
     assert quoted_spans_alignment(answers, sources, casefold=casefold, min_len=min_len) == expected
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=_texts(40), min_len=st.integers(0, 4))
+def test_ragas_style_finder_extracts_what_ragas_extracts(text: str, min_len: int) -> None:
+    """find_quotes(style="ragas") yields exactly the spans Ragas' extractor yields, in order."""
+    assert _ORACLE is not None
+    expected = list(_ORACLE._extract_quoted_spans(text, min_len=min_len))
+    assert [q.text for q in find_quotes(text, style="ragas", min_len=min_len)] == expected
 
 
 def test_empty_inputs_match_ragas(oracle: Alignment) -> None:

@@ -46,7 +46,7 @@ _CLOSERS: dict[str, str] = {
     "\u300c": "\u300d",  # 「 … 」
     "\u300e": "\u300f",  # 『 … 』
 }
-_MARKS = frozenset(_CLOSERS) | frozenset("".join(_CLOSERS.values()))
+_MARK = re.compile("[" + re.escape("".join(sorted(set(_CLOSERS).union(*_CLOSERS.values())))) + "]")
 # Marks that also occur outside quotations (inch marks, breadcrumbs, elisions): they open only
 # when a non-space character follows.
 _FLANKED_OPENERS = frozenset('"\u2018\u00bb\u203a')
@@ -122,9 +122,9 @@ def _pairs_in(text: str, begin: int, end: int) -> list[tuple[int, int]]:
     """Match quotation marks in text[begin:end] with a stack; unclosed openers are dropped."""
     pairs: list[tuple[int, int]] = []
     stack: list[tuple[str, int]] = []
-    for i in range(begin, end):
-        mark = text[i]
-        if mark not in _MARKS or (mark in _APOSTROPHE_LIKE and _inside_word(text, i, begin, end)):
+    for found in _MARK.finditer(text, begin, end):
+        i, mark = found.start(), found.group()
+        if mark in _APOSTROPHE_LIKE and _inside_word(text, i, begin, end):
             continue
         depth = _open_depth(stack, mark)
         if depth is not None:
