@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import numpy
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -221,6 +222,8 @@ def test_alignment_accepts_tuples_and_other_sized_sequences() -> None:
     """Any sized, iterable container works for answers, sources and each source list."""
     result = quoted_spans_alignment(('"costs rose by"',), (tuple(SOURCES),))
     assert result["matched"] == 1.0
+    arrays = quoted_spans_alignment(numpy.array(['"costs rose by"']), [numpy.array(SOURCES)])
+    assert arrays == result
 
 
 @pytest.mark.parametrize(
