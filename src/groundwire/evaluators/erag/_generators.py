@@ -122,6 +122,11 @@ class BatchedGenerator(ABC):
         self._limits = weakref.WeakKeyDictionary()
         self._limits_lock = threading.Lock()
 
+    @property
+    def concurrent(self) -> bool:
+        """True when calls overlap; False makes `erag_score` call it rank by rank, in order."""
+        return True
+
     def _limit(self) -> asyncio.Semaphore:
         """The semaphore of the running event loop (a semaphore cannot cross loops)."""
         loop = asyncio.get_running_loop()
@@ -190,6 +195,11 @@ class FunctionGenerator(BatchedGenerator):
         super().__init__(max_concurrency=max_concurrency)
         self.function = function
         self._is_async = inspect.iscoroutinefunction(function)
+
+    @property
+    def concurrent(self) -> bool:
+        """False for a sync function with `max_concurrency=1`: the reference's sequential loop."""
+        return self._is_async or self.max_concurrency > 1
 
     async def _acall(self, model_input: Any) -> Generation:
         query, documents = model_input

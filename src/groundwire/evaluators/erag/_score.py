@@ -7,8 +7,9 @@ labels, and retrieval metrics over the labels are the result:
     {"per_input": {query: {metric: value}}, "aggregated": {metric: mean over queries}}
 
 The generator is called once per rank position with every query that has a document there, and
-the downstream metric once per position, exactly as the reference does. A generator with
-`agenerate` (all of ours) has all positions generated concurrently instead of one after another.
+the downstream metric once per position, exactly as the reference does (generate rank 0, score
+it, generate rank 1, ...). A concurrent generator with `agenerate` (our adapters) has all ranks
+generated at once, under its concurrency limit, and then scored rank by rank.
 """
 
 from __future__ import annotations
@@ -121,19 +122,34 @@ def _check_cover(what: str, position: int, wanted: Mapping[str, Any], got: Any) 
         )
 
 
-def _finish(checked: _Checked, outputs: Sequence[Mapping[str, str]]) -> dict[str, Any]:
-    """Label every document with the downstream metric, then compute the retrieval metrics."""
-    labels: dict[str, list[Label]] = {query: [] for query in checked.retrieval_results}
-    for position, (inputs, generated) in enumerate(zip(checked.positions, outputs, strict=True)):
-        _check_cover("text_generator", position, inputs, generated)
-        expected = {query: checked.expected_outputs[query] for query in inputs}
-        scores = checked.downstream(generated, expected)
-        _check_cover("downstream_metric", position, generated, scores)
-        for query in inputs:
-            document = checked.retrieval_results[query][position]
-            labels[query].append(check_label(scores[query], query, position, document))
+def _label_rank(
+    checked: _Checked, position: int, generated: Any, labels: dict[str, list[Label]]
+) -> None:
+    """Score one rank's outputs with the downstream metric and append them to `labels`."""
+    inputs = checked.positions[position]
+    _check_cover("text_generator", position, inputs, generated)
+    expected = {query: checked.expected_outputs[query] for query in inputs}
+    scores = checked.downstream(generated, expected)
+    _check_cover("downstream_metric", position, generated, scores)
+    for query in inputs:
+        document = checked.retrieval_results[query][position]
+        labels[query].append(check_label(scores[query], query, position, document))
+
+
+def _new_labels(checked: _Checked) -> dict[str, list[Label]]:
+    return {query: [] for query in checked.retrieval_results}
+
+
+def _finish(labels: Mapping[str, Sequence[Label]], checked: _Checked) -> dict[str, Any]:
     per_input = score_labels(labels, checked.metrics)
     return {"per_input": per_input, "aggregated": aggregate(per_input)}
+
+
+def _label_all(checked: _Checked, outputs: Sequence[Any]) -> dict[str, Any]:
+    labels = _new_labels(checked)
+    for position, generated in enumerate(outputs):
+        _label_rank(checked, position, generated, labels)
+    return _finish(labels, checked)
 
 
 async def _agenerate_all(generator: AsyncTextGenerator, positions: Positions) -> list[Any]:
@@ -158,14 +174,16 @@ def erag_score(
     checked = _check_inputs(
         retrieval_results, expected_outputs, downstream_metric, retrieval_metrics
     )
-    outputs: list[Any]
     if isinstance(text_generator, BatchedGenerator):
-        outputs = text_generator.run_sync(_agenerate_all(text_generator, checked.positions))
+        if text_generator.concurrent:
+            outputs = text_generator.run_sync(_agenerate_all(text_generator, checked.positions))
+            return _label_all(checked, outputs)
     elif isinstance(text_generator, AsyncTextGenerator):
-        outputs = run_coroutine(_agenerate_all(text_generator, checked.positions))
-    else:
-        outputs = [text_generator(inputs) for inputs in checked.positions]
-    return _finish(checked, outputs)
+        return _label_all(checked, run_coroutine(_agenerate_all(text_generator, checked.positions)))
+    labels = _new_labels(checked)  # one rank at a time, generate then score, as the reference
+    for position, inputs in enumerate(checked.positions):
+        _label_rank(checked, position, text_generator(inputs), labels)
+    return _finish(labels, checked)
 
 
 async def aerag_score(
@@ -179,12 +197,15 @@ async def aerag_score(
     checked = _check_inputs(
         retrieval_results, expected_outputs, downstream_metric, retrieval_metrics
     )
-    outputs: list[Any]
-    if isinstance(text_generator, AsyncTextGenerator):
-        outputs = await _agenerate_all(text_generator, checked.positions)
-    else:
-        outputs = [await asyncio.to_thread(text_generator, inputs) for inputs in checked.positions]
-    return _finish(checked, outputs)
+    if isinstance(text_generator, AsyncTextGenerator) and getattr(
+        text_generator, "concurrent", True
+    ):
+        return _label_all(checked, await _agenerate_all(text_generator, checked.positions))
+    labels = _new_labels(checked)
+    sync_generator: Any = text_generator
+    for position, inputs in enumerate(checked.positions):
+        _label_rank(checked, position, await asyncio.to_thread(sync_generator, inputs), labels)
+    return _finish(labels, checked)
 
 
 def score_relevance_labels(
