@@ -71,6 +71,7 @@ def _sequence(value: object, where: str) -> list[Any]:
 
 
 def _strings(value: object, where: str) -> list[str]:
+    """A sequence whose every item is a str; the error names the first bad item's index."""
     items = _sequence(value, where)
     for i, item in enumerate(items):
         if not isinstance(item, str):
@@ -79,4 +80,5 @@ def _strings(value: object, where: str) -> list[str]:
 
 
 def _rows(value: object, where: str) -> list[list[str]]:
+    """A sequence of sequences of str (one source list per answer)."""
     return [_strings(row, f"{where}[{i}]") for i, row in enumerate(_sequence(value, where))]

@@ -41,6 +41,7 @@ class QuotedSpans:
         self.quote_style: QuoteStyle = quote_style
 
     def __repr__(self) -> str:
+        """The evaluator with its options, as it would be constructed."""
         return (
             f"QuotedSpans(casefold={self.casefold}, min_len={self.min_len}, "
             f"quote_style={self.quote_style!r})"
@@ -84,10 +85,12 @@ class QuotedSpans:
 
     @property
     def _words(self) -> str:
+        """'at least N words', for explanations."""
         return f"at least {self.min_len} word{'' if self.min_len == 1 else 's'}"
 
 
 def _span_row(span: SpanMatch) -> dict[str, Any]:
+    """One span as a JSON-ready row of `Score.details["spans"]`."""
     return {
         "text": span.quote.text,
         "start": span.quote.start,

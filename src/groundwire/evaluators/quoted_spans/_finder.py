@@ -89,6 +89,7 @@ def word_count(span: str) -> int:
 
 
 def _stripped(text: str, start: int, end: int) -> Quote:
+    """The quote text[start:end] with surrounding whitespace removed, offsets adjusted."""
     inner = text[start:end]
     core = inner.strip()
     if not core:
@@ -98,10 +99,12 @@ def _stripped(text: str, start: int, end: int) -> Quote:
 
 
 def _ragas_quotes(text: str) -> list[Quote]:
+    """Every span Ragas 0.4.3's pattern finds, before the word-count filter."""
     return [_stripped(text, m.start(1), m.end(1)) for m in _RAGAS_PATTERN.finditer(text)]
 
 
 def _typographic_quotes(text: str) -> list[Quote]:
+    """The outermost balanced quotes, paragraph by paragraph, before the word-count filter."""
     pairs: list[tuple[int, int]] = []
     start = 0
     for paragraph_break in _PARAGRAPH_BREAK.finditer(text):
@@ -146,4 +149,5 @@ def _open_depth(stack: list[tuple[str, int]], mark: str) -> int | None:
 
 
 def _inside_word(text: str, i: int, begin: int, end: int) -> bool:
+    """True when text[i] has a letter or digit on both sides (an apostrophe, as in it’s)."""
     return begin < i < end - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()

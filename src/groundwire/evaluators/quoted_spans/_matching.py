@@ -59,6 +59,7 @@ def _ragas_normal(text: str) -> str:
 
 
 def _typographic_normal(text: str, casefold: bool) -> str:
+    """NFC, quotation marks folded to straight ones, whitespace collapsed, optionally casefolded."""
     text = _WHITESPACE.sub(" ", unicodedata.normalize("NFC", text).translate(_FOLD_MARKS)).strip()
     return text.casefold() if casefold else text
 
@@ -66,6 +67,7 @@ def _typographic_normal(text: str, casefold: bool) -> str:
 def _match_ragas(
     answer: str, contexts: Sequence[str], *, casefold: bool, min_len: int
 ) -> list[SpanMatch]:
+    """Ragas 0.4.3's matching: one haystack of the contexts joined with a space."""
     quotes = find_quotes(answer, style="ragas", min_len=min_len)
     if not quotes:
         return []
@@ -86,4 +88,5 @@ def _match_ragas(
 
 
 def _identity(text: str) -> str:
+    """No normalisation (Ragas style without casefold)."""
     return text
