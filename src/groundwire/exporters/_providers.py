@@ -1,0 +1,154 @@
+"""Tracer and meter providers for apps that have none: OTLP when configured, else a local file.
+
+The choice follows the standard variables: an `OTEL_EXPORTER_OTLP_*ENDPOINT` means OTLP, over
+http/protobuf unless `OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]PROTOCOL` says `grpc`; the exporters
+themselves read the endpoint, headers, timeout and compression variables. With no endpoint the
+telemetry goes to an OTLP/JSON-lines file, the OpenTelemetry Collector's file-exporter layout.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricReader,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from groundwire.emit import metric_views
+from groundwire.exporters._jsonl import (
+    JsonLinesFile,
+    JsonLinesMetricExporter,
+    JsonLinesSpanExporter,
+)
+
+__all__ = [
+    "DEFAULT_OUTPUT_PATH",
+    "EXPORTER_CHOICES",
+    "ExporterChoice",
+    "build_meter_provider",
+    "build_tracer_provider",
+    "choose_exporter",
+    "otlp_endpoint_configured",
+    "otlp_protocol",
+]
+
+EXPORTER_CHOICES = ("auto", "otlp", "file", "none")
+"""Values of `configure(exporter=...)` / `GROUNDWIRE_EXPORTER`."""
+DEFAULT_OUTPUT_PATH = Path("groundwire-telemetry.jsonl")
+"""Where telemetry goes when no OTLP endpoint is configured (relative to the working directory)."""
+
+_ENDPOINT_VARS = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+)
+_PROTOCOLS = ("http/protobuf", "grpc")
+
+
+def otlp_endpoint_configured() -> bool:
+    """True when any standard OTLP endpoint variable is set."""
+    return any(os.environ.get(name, "").strip() for name in _ENDPOINT_VARS)
+
+
+def otlp_protocol(signal: str) -> str:
+    """`http/protobuf` or `grpc` for `traces` or `metrics`, from the standard variables."""
+    specific = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL", "").strip()
+    protocol = specific or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "").strip()
+    protocol = protocol or "http/protobuf"
+    if protocol not in _PROTOCOLS:
+        raise ValueError(
+            f"OTLP protocol {protocol!r} (OTEL_EXPORTER_OTLP_[{signal.upper()}_]PROTOCOL) is not "
+            f"supported; use one of {list(_PROTOCOLS)}"
+        )
+    return protocol
+
+
+@dataclass(frozen=True, slots=True)
+class ExporterChoice:
+    """Where groundwire's own providers send telemetry."""
+
+    kind: str
+    """`otlp`, `file` or `none`."""
+    path: Path | None = None
+    """The file, for `file`."""
+
+
+def choose_exporter(exporter: str, output_path: str | os.PathLike[str] | None) -> ExporterChoice:
+    """Resolve `auto` against the environment; errors name the bad value."""
+    if exporter not in EXPORTER_CHOICES:
+        raise ValueError(f"exporter must be one of {list(EXPORTER_CHOICES)}, got {exporter!r}")
+    if exporter == "auto":
+        exporter = "otlp" if otlp_endpoint_configured() else "file"
+    if exporter == "file":
+        return ExporterChoice("file", Path(output_path) if output_path else DEFAULT_OUTPUT_PATH)
+    return ExporterChoice(exporter)
+
+
+def _span_exporter(choice: ExporterChoice, file: JsonLinesFile | None) -> SpanExporter | None:
+    if choice.kind == "file":
+        assert file is not None
+        return JsonLinesSpanExporter(file)
+    if choice.kind == "otlp":
+        if otlp_protocol("traces") == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+                OTLPSpanExporter as GrpcSpanExporter,
+            )
+
+            return GrpcSpanExporter()
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter()
+    return None
+
+
+def _metric_exporter(choice: ExporterChoice, file: JsonLinesFile | None) -> MetricExporter | None:
+    if choice.kind == "file":
+        assert file is not None
+        return JsonLinesMetricExporter(file)
+    if choice.kind == "otlp":
+        if otlp_protocol("metrics") == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                OTLPMetricExporter as GrpcMetricExporter,
+            )
+
+            return GrpcMetricExporter()
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+        return OTLPMetricExporter()
+    return None
+
+
+def build_tracer_provider(
+    resource: Resource, choice: ExporterChoice, file: JsonLinesFile | None = None
+) -> TracerProvider:
+    """An SDK tracer provider batching spans to the chosen exporter."""
+    provider = TracerProvider(resource=resource)
+    exporter = _span_exporter(choice, file)
+    if exporter is not None:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider
+
+
+def build_meter_provider(
+    resource: Resource,
+    choice: ExporterChoice,
+    file: JsonLinesFile | None = None,
+    extra_readers: tuple[MetricReader, ...] = (),
+) -> MeterProvider:
+    """An SDK meter provider with explicit-bucket views, exporting periodically (and any extras).
+
+    The export interval is the standard `OTEL_METRIC_EXPORT_INTERVAL` (milliseconds, default 60 s).
+    """
+    readers: list[MetricReader] = list(extra_readers)
+    exporter = _metric_exporter(choice, file)
+    if exporter is not None:
+        readers.append(PeriodicExportingMetricReader(exporter))
+    return MeterProvider(resource=resource, metric_readers=readers, views=metric_views())

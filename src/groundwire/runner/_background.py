@@ -1,0 +1,426 @@
+"""The background runner: a bounded queue of turns, worker threads, and one asyncio loop.
+
+The app's thread only samples and enqueues (a full queue drops and counts; nothing blocks or
+raises). Worker threads run sync evaluators; a call that overruns its timeout is abandoned, counted
+as an error, and its thread replaced, so one hung evaluator cannot stall the rest. Async (LLM
+judge) evaluators run on one event-loop thread under a concurrency limit and the token budget.
+Results go out through the Emitter as one evaluation carrier span per turn plus metric points.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import cast
+
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, set_value
+
+from groundwire import semconv
+from groundwire._evaluator import (
+    AnyEvaluator,
+    EvaluationOutcome,
+    Evaluator,
+    arun_evaluator,
+    is_async_evaluator,
+    run_evaluator,
+)
+from groundwire._types import RagTurn, Score
+from groundwire.emit import Emitter
+from groundwire.runner._budget import TokenBudget
+from groundwire.runner._config import RunnerConfig
+from groundwire.runner._sampling import trace_sampled
+from groundwire.runner._stats import RunnerStats, TurnCounters
+
+__all__ = ["BackgroundRunner"]
+
+logger = logging.getLogger("groundwire.runner")
+
+_DROP_LOG_INTERVAL_S = 10.0
+_MAX_ABANDONED_PER_WORKER = 4
+
+
+@dataclass(eq=False, slots=True)
+class _Job:
+    """One turn's background work and what came of it so far."""
+
+    turn: RagTurn
+    inline: Sequence[Score]
+    pending: set[str]
+    """Background evaluators with no outcome yet (counted as dropped if the job is dropped)."""
+    planned: bool = False
+    sync: list[AnyEvaluator] = field(default_factory=list)
+    asynchronous: list[AnyEvaluator] = field(default_factory=list)
+    next_sync: int = 0
+    scores: list[Score] = field(default_factory=list)
+    ran: int = 0
+    failed: bool = False
+    done: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class _Slot:
+    """A sync evaluation in progress on one worker thread, watched for its deadline."""
+
+    job: _Job
+    evaluator: AnyEvaluator
+    started: float
+    deadline: float
+    abandoned: bool = False
+
+
+def _suppress() -> object:
+    return attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+
+
+class BackgroundRunner:
+    """Scores turns off the app's thread; see the module docstring for the threading model."""
+
+    def __init__(
+        self, config: RunnerConfig, emitter: Emitter, *, budget: TokenBudget | None = None
+    ):
+        self.config = config
+        self._emitter = emitter
+        background = config.background_evaluators
+        self._sync = [e for e in background if not is_async_evaluator(e)]
+        self._async = [e for e in background if is_async_evaluator(e)]
+        if budget is None and config.judge_token_budget is not None:
+            budget = TokenBudget(config.judge_token_budget)
+        self._budget = budget
+        self._timeout = config.evaluator_timeout_s
+        self._cond = threading.Condition()
+        self._queue: deque[_Job] = deque()
+        self._active: set[_Job] = set()
+        self._in_flight = 0
+        self._counters = TurnCounters()
+        self._closing = False
+        self._stopping = False
+        self._slots: dict[int, _Slot] = {}
+        self._abandoned = 0
+        self._ids = itertools.count()
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._last_drop_log = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        emitter.metrics.watch_queue(self.queue_size)
+        for _ in range(config.workers if self._sync or self._async else 0):
+            self._start_worker()
+        if self._sync and self._timeout is not None:
+            self._spawn(self._watchdog, "groundwire-watchdog")
+        if self._async:
+            self._loop = asyncio.new_event_loop()
+            self._semaphore = asyncio.Semaphore(config.async_concurrency)
+            self._spawn(self._run_loop, "groundwire-async")
+
+    # --- the app's thread ------------------------------------------------------------------------
+
+    def selects(self, turn: RagTurn) -> bool:
+        """True when the turn's trace is inside the sample rate (cheap; deterministic)."""
+        return trace_sampled(turn.trace_id, self.config.sample_rate)
+
+    def submit(self, turn: RagTurn, inline: Sequence[Score] | None = None) -> bool:
+        """Take a completed turn (with any scores computed inline); never blocks or raises.
+
+        Returns True when the turn was queued for background evaluation.
+        """
+        try:
+            return self._submit(turn, inline)
+        except Exception:
+            logger.exception("could not submit a turn for evaluation")
+            return False
+
+    def _submit(self, turn: RagTurn, inline: Sequence[Score] | None) -> bool:
+        if not self.selects(turn):
+            with self._cond:
+                self._counters.submitted += 1
+                self._counters.sampled_out += 1
+            for evaluator in self.config.evaluators:
+                self._emitter.record_outcome(evaluator.name, semconv.OUTCOME_SAMPLED_OUT)
+            return False
+        inline = tuple(inline or ())
+        if not (self._sync or self._async):
+            with self._cond:
+                self._counters.submitted += 1
+                self._counters.add(self._turn_outcome(inline, ran=0, failed=False))
+            return False
+        job = _Job(turn, inline, {e.name for e in self._sync + self._async})
+        with self._cond:
+            self._counters.submitted += 1
+            full = self._closing or len(self._queue) >= self.config.max_queue_size
+            if full:
+                self._counters.dropped += 1
+            else:
+                self._queue.append(job)
+                self._in_flight += 1
+                self._cond.notify()
+        if full:
+            self._count_dropped(job.pending)
+            self._log_drop()
+        return not full
+
+    def _count_dropped(self, names: set[str]) -> None:
+        for name in names:
+            self._emitter.record_outcome(name, semconv.OUTCOME_DROPPED)
+
+    def _log_drop(self) -> None:
+        now = time.monotonic()
+        if now - self._last_drop_log >= _DROP_LOG_INTERVAL_S:
+            self._last_drop_log = now
+            logger.warning(
+                "evaluation queue full (max_queue_size=%d) or shut down: dropping turns "
+                "(counted in groundwire.evaluations{groundwire.outcome=dropped})",
+                self.config.max_queue_size,
+            )
+
+    # --- worker threads --------------------------------------------------------------------------
+
+    def _spawn(self, target: object, name: str) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
+        thread.start()
+        self._threads.append(thread)
+        return thread
+
+    def _start_worker(self) -> None:
+        worker_id = next(self._ids)
+        self._spawn(lambda: self._work(worker_id), f"groundwire-worker-{worker_id}")
+
+    def _work(self, worker_id: int) -> None:
+        _suppress()
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                job = self._queue.popleft()
+                self._active.add(job)
+            if not self._process(job, worker_id):
+                with self._cond:
+                    self._abandoned -= 1
+                return
+
+    def _process(self, job: _Job, worker_id: int) -> bool:
+        """Run the job's sync evaluators; False when this thread was abandoned mid-call."""
+        if not job.planned and not self._plan(job):
+            self._finish(job)
+            return True
+        while job.next_sync < len(job.sync) and not job.done:
+            evaluator = job.sync[job.next_sync]
+            started = time.monotonic()
+            deadline = started + self._timeout if self._timeout is not None else float("inf")
+            slot = _Slot(job, evaluator, started, deadline)
+            with self._cond:
+                self._slots[worker_id] = slot
+            outcome = run_evaluator(cast(Evaluator, evaluator), job.turn)
+            with self._cond:
+                if slot.abandoned:
+                    return False
+                del self._slots[worker_id]
+            job.next_sync += 1
+            self._record(job, evaluator, outcome)
+        if job.asynchronous and not job.done and self._loop is not None:
+            future: Future[None] = asyncio.run_coroutine_threadsafe(
+                self._run_async(job), self._loop
+            )
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())
+            return True
+        self._finish(job)
+        return True
+
+    def _plan(self, job: _Job) -> bool:
+        """Apply the turn filter and per-evaluator rates; False when nothing is left to run."""
+        job.planned = True
+        turn_filter = self.config.turn_filter
+        if turn_filter is not None:
+            try:
+                keep = bool(turn_filter(job.turn))
+            except Exception as error:
+                logger.warning("turn_filter raised %s: %s", type(error).__name__, error)
+                job.failed = True
+                self._count_dropped(job.pending)
+                job.pending.clear()
+                return False
+            if not keep:
+                self._sample_out(job, list(job.pending))
+                return False
+        for evaluator in self._sync + self._async:
+            if trace_sampled(job.turn.trace_id, self.config.rate_for(evaluator.name)):
+                (job.asynchronous if evaluator in self._async else job.sync).append(evaluator)
+            else:
+                self._sample_out(job, [evaluator.name])
+        return bool(job.sync or job.asynchronous)
+
+    def _sample_out(self, job: _Job, names: list[str]) -> None:
+        for name in names:
+            job.pending.discard(name)
+            self._emitter.record_outcome(name, semconv.OUTCOME_SAMPLED_OUT)
+
+    def _record(self, job: _Job, evaluator: AnyEvaluator, outcome: EvaluationOutcome) -> None:
+        with self._cond:
+            if job.done:
+                return
+            job.pending.discard(evaluator.name)
+            job.scores.append(outcome.score)
+            job.ran += 1
+            job.failed = job.failed or not outcome.score.ok
+        self._emitter.record(outcome.score, outcome.duration_s)
+
+    def _watchdog(self) -> None:
+        timeout = self._timeout or 1.0
+        tick = min(max(timeout / 10, 0.01), 0.25)
+        while not self._stop.wait(tick):
+            now = time.monotonic()
+            with self._cond:
+                overdue = [(k, s) for k, s in self._slots.items() if s.deadline <= now]
+                for key, slot in overdue:
+                    slot.abandoned = True
+                    del self._slots[key]
+                    self._abandoned += 1
+            for _, slot in overdue:
+                self._abandon(slot, now)
+
+    def _abandon(self, slot: _Slot, now: float) -> None:
+        job, name = slot.job, slot.evaluator.name
+        logger.warning("evaluator %r gave no result within %s s; abandoned", name, self._timeout)
+        error = TimeoutError(f"no result within {self._timeout} s")
+        job.next_sync += 1
+        self._record(
+            job,
+            slot.evaluator,
+            EvaluationOutcome(Score.failed(name, error), now - slot.started, True),
+        )
+        with self._cond:
+            if not job.done:
+                self._active.discard(job)
+                self._queue.appendleft(job)  # the rest of this turn's work goes first
+                self._cond.notify()
+            replace = self._abandoned <= _MAX_ABANDONED_PER_WORKER * self.config.workers
+        if replace and not self._stopping:
+            self._start_worker()
+        elif not replace:
+            logger.error("too many evaluator calls are hung; not starting more worker threads")
+
+    # --- the event loop --------------------------------------------------------------------------
+
+    def _run_loop(self) -> None:
+        _suppress()
+        loop = self._loop
+        assert loop is not None
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _run_async(self, job: _Job) -> None:
+        await asyncio.gather(*(self._run_one(job, evaluator) for evaluator in job.asynchronous))
+        self._finish(job)
+
+    async def _run_one(self, job: _Job, evaluator: AnyEvaluator) -> None:
+        assert self._semaphore is not None
+        if self._over_budget(job, evaluator):
+            return
+        async with self._semaphore:
+            if job.done or self._over_budget(job, evaluator):
+                return
+            outcome = await arun_evaluator(evaluator, job.turn, timeout_s=self._timeout)
+        if self._budget is not None:
+            self._budget.spend(sum(outcome.score.usage.values()))
+        self._record(job, evaluator, outcome)
+
+    def _over_budget(self, job: _Job, evaluator: AnyEvaluator) -> bool:
+        if self._budget is None or self._budget.allows():
+            return False
+        with self._cond:
+            job.pending.discard(evaluator.name)
+        self._emitter.record_outcome(evaluator.name, semconv.OUTCOME_SKIPPED)
+        return True
+
+    # --- outcomes --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _turn_outcome(inline: Sequence[Score], ran: int, failed: bool) -> str:
+        failed = failed or any(not score.ok for score in inline)
+        if failed:
+            return "errored"
+        return "scored" if ran or inline else "sampled_out"
+
+    def _finish(self, job: _Job, *, dropped: bool = False) -> None:
+        with self._cond:
+            if job.done:
+                return
+            job.done = True
+            self._active.discard(job)
+            self._in_flight -= 1
+            outcome = "dropped" if dropped else self._turn_outcome(job.inline, job.ran, job.failed)
+            self._counters.add(outcome)
+            pending, scores = set(job.pending), list(job.scores)
+            self._cond.notify_all()
+        if dropped:
+            self._count_dropped(pending)
+        turn = job.turn
+        if scores and turn.trace_id is not None and turn.span_id is not None:
+            try:
+                self._emitter.emit_span((turn.trace_id, turn.span_id), scores)
+            except Exception:
+                logger.warning("could not emit the evaluation span", exc_info=True)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def queue_size(self) -> int:
+        """Turns waiting in the queue."""
+        return len(self._queue)
+
+    def stats(self) -> RunnerStats:
+        """Turn counts now (they always add up: see `RunnerStats.adds_up`)."""
+        with self._cond:
+            return self._counters.snapshot(self._in_flight, len(self._queue))
+
+    def force_flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every queued turn is finished; False when the deadline came first."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._in_flight:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def shutdown(self, timeout_s: float = 30.0) -> bool:
+        """Stop taking turns, drain within `timeout_s`, count what is left as dropped."""
+        with self._cond:
+            if self._stopping:
+                return True
+            self._closing = True
+        drained = self.force_flush(timeout_s)
+        with self._cond:
+            leftovers = list(self._queue) + list(self._active)
+            self._queue.clear()
+            self._stopping = True
+            self._cond.notify_all()
+        for job in leftovers:
+            self._finish(job, dropped=True)
+        if leftovers:
+            logger.warning("shutdown deadline passed: %d turns counted as dropped", len(leftovers))
+        self._stop.set()
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._cancel_and_stop)
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(0.2)
+        return drained
+
+    def _cancel_and_stop(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.stop()
