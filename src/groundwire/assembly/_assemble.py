@@ -1,0 +1,178 @@
+"""`turns_from_spans` (a finished set of spans) and `TurnAssembler` (spans as they end, live).
+
+Both group spans by trace, apply the same turn-root rule (`TraceTree.turn_roots`) and build turns
+with the same reader, so live scoring and offline re-scoring see the same turns.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from groundwire._types import RagTurn
+from groundwire.assembly._build import build_turn
+from groundwire.assembly._reader import SpanReader
+from groundwire.assembly._record import SpanRecord
+from groundwire.assembly._tree import TraceTree
+from groundwire.capture import LiveContentStore
+
+__all__ = ["TurnAssembler", "turns_from_spans"]
+
+logger = logging.getLogger("groundwire.assembly")
+
+
+def turns_from_spans(
+    spans: Iterable[object], *, live_content: LiveContentStore | None = None
+) -> list[RagTurn]:
+    """Every RAG turn in `spans` (SDK `ReadableSpan`s or `SpanRecord`s), by trace then start time.
+
+    Traces with a retriever but no answer yet give no turn. Text hidden on spans is taken from
+    `live_content` when given (and removed from it). Never raises on malformed attributes.
+    """
+    trees: dict[str, TraceTree] = {}
+    for span in spans:
+        record = _record(span)
+        trees.setdefault(record.trace_id, TraceTree()).add(record)
+    reader = SpanReader(live_content)
+    turns: list[RagTurn] = []
+    for tree in trees.values():
+        turns.extend(_assemble(tree, reader))
+        reader.release(iter(tree.spans.values()))
+    return turns
+
+
+def _record(span: object) -> SpanRecord:
+    if isinstance(span, SpanRecord):
+        return span
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    if isinstance(span, ReadableSpan):
+        return SpanRecord.from_readable(span)
+    raise TypeError(
+        f"turns_from_spans expects ReadableSpan or SpanRecord objects, got {type(span).__name__}"
+    )
+
+
+def _assemble(tree: TraceTree, reader: SpanReader, top: str | None = None) -> list[RagTurn]:
+    turns: list[RagTurn] = []
+    roots = sorted(tree.turn_roots(reader, top), key=lambda root: root.start_time_ns)
+    for root in roots:
+        turn = build_turn(tree, root, reader)
+        if turn is not None:
+            turns.append(turn)
+    return turns
+
+
+class TurnAssembler:
+    """Assembles turns from spans as they end, for a live span processor. Thread-safe.
+
+    `add` each ended span. When a trace's local root ends (no parent, or a remote one) the trace
+    is resolved exactly as `turns_from_spans` would, its turns are returned and its spans released.
+    Memory is bounded: past `max_traces` pending traces or `max_spans` pending spans the oldest
+    traces are dropped and counted in `evicted_traces` / `evicted_spans`.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_traces: int = 1_000,
+        max_spans: int = 50_000,
+        live_content: LiveContentStore | None = None,
+    ) -> None:
+        for name, value in (("max_traces", max_traces), ("max_spans", max_spans)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(
+                    f"TurnAssembler: {name} must be an int of at least 1, got {value!r}"
+                )
+        self._max_traces = max_traces
+        self._max_spans = max_spans
+        self._live = live_content
+        self._lock = threading.Lock()
+        self._traces: OrderedDict[str, TraceTree] = OrderedDict()
+        self._done: OrderedDict[str, None] = OrderedDict()
+        self._span_count = 0
+        self.evicted_traces = 0
+        """Traces dropped unresolved because the pending limits were reached."""
+        self.evicted_spans = 0
+        """Spans dropped with those traces."""
+        self.late_spans = 0
+        """Spans that ended after their trace's local root had ended (ignored)."""
+
+    @property
+    def pending_traces(self) -> int:
+        """Traces whose local root has not ended yet."""
+        return len(self._traces)
+
+    @property
+    def pending_spans(self) -> int:
+        """Ended spans held for those traces."""
+        return self._span_count
+
+    def add(self, span: SpanRecord) -> list[RagTurn]:
+        """Record an ended span; return the turns its ending completed (usually none)."""
+        with self._lock:
+            if span.trace_id in self._done:
+                self.late_spans += 1
+                return []
+            tree = self._traces.get(span.trace_id)
+            if tree is None:
+                tree = self._traces[span.trace_id] = TraceTree()
+            before = len(tree)
+            tree.add(span)
+            self._span_count += len(tree) - before
+            if not span.is_local_root:
+                self._evict()
+                return []
+            del self._traces[span.trace_id]
+            self._span_count -= len(tree)
+            self._done[span.trace_id] = None
+            while len(self._done) > self._max_traces:
+                self._done.popitem(last=False)
+        reader = SpanReader(self._live)
+        try:
+            return _assemble(tree, reader)
+        finally:
+            reader.release(iter(tree.spans.values()))
+
+    def turn_for(self, span: SpanRecord) -> RagTurn | None:
+        """The turn rooted at `span`, built from its ended descendants, without consuming them.
+
+        For a span that is still open (inline evaluation, just before it ends). Returns None
+        unless `span` is a turn root when taken as the outermost span of its trace: exact for a
+        local root; for a nested span an open ancestor may still absorb it (docs/assembly.md).
+        """
+        with self._lock:
+            pending = self._traces.get(span.trace_id)
+            snapshot = TraceTree(pending.spans.values() if pending is not None else ())
+        snapshot.add(span)
+        reader = SpanReader(self._live)
+        roots = snapshot.turn_roots(reader, span.span_id)
+        if len(roots) != 1 or roots[0].span_id != span.span_id:
+            return None
+        return build_turn(snapshot, span, reader)
+
+    def flush(self) -> list[RagTurn]:
+        """Resolve and release every pending trace as it stands (at shutdown)."""
+        with self._lock:
+            trees = list(self._traces.values())
+            self._traces.clear()
+            self._span_count = 0
+        turns: list[RagTurn] = []
+        reader = SpanReader(self._live)
+        for tree in trees:
+            turns.extend(_assemble(tree, reader))
+            reader.release(iter(tree.spans.values()))
+        return turns
+
+    def _evict(self) -> None:
+        """Drop the oldest pending traces until both limits hold (called under the lock)."""
+        while self._traces and (
+            len(self._traces) > self._max_traces or self._span_count > self._max_spans
+        ):
+            trace_id, tree = self._traces.popitem(last=False)
+            self._span_count -= len(tree)
+            self.evicted_traces += 1
+            self.evicted_spans += len(tree)
+            logger.debug("trace %s evicted with %d pending spans", trace_id, len(tree))

@@ -1,0 +1,182 @@
+"""Find the question or the answer inside an `input.value` / `output.value`, text or JSON.
+
+Frameworks record inputs and outputs in many shapes: plain text, a dict of chain inputs
+(`{"question": ...}`), a LlamaIndex query bundle, LangChain message dumps, GenAI-convention
+message lists. `query_text` and `answer_text` walk those shapes in a fixed, documented order
+(docs/assembly.md, "Query" and "Answer") and return None when nothing fits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from groundwire import semconv
+
+__all__ = ["ANSWER_KEYS", "QUERY_KEYS", "answer_text", "decode", "query_text"]
+
+logger = logging.getLogger("groundwire.assembly")
+
+QUERY_KEYS: Final = (
+    "question",
+    "query",
+    "query_str",
+    "input",
+    "user_input",
+    "prompt",
+    "message",
+    "text",
+    "content",
+)
+"""Keys tried in order when an input is a JSON object."""
+ANSWER_KEYS: Final = (
+    "answer",
+    "output",
+    "response",
+    "result",
+    "output_text",
+    "text",
+    "content",
+    "generation",
+    "message",
+)
+"""Keys tried in order when an output is a JSON object."""
+
+_USER_ROLES: Final = frozenset({"user", "human", "humanmessage", "humanmessagechunk"})
+_ASSISTANT_ROLES: Final = frozenset(
+    {"assistant", "ai", "model", "aimessage", "aimessagechunk", "chatmessage"}
+)
+_WRAPPER_KEYS: Final = ("data", "kwargs", "messages", "generations")
+_MAX_DEPTH: Final = 8
+_ABSENT: Final = object()
+
+
+def decode(value: Any, mime_type: Any = None) -> Any:
+    """The structured value behind an attribute: parsed JSON, or the text itself.
+
+    Strings are parsed when the mime type says JSON, or when none is given and the text looks
+    like a JSON object, array or string; text that fails to parse stays text.
+    """
+    if not isinstance(value, str):
+        return value
+    if mime_type == semconv.MIME_TEXT:
+        return value
+    stripped = value.lstrip()
+    if mime_type != semconv.MIME_JSON and not stripped.startswith(("{", "[", '"')):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        if mime_type == semconv.MIME_JSON:
+            logger.debug("value declared as JSON does not parse; reading it as text")
+        return value
+
+
+def query_text(value: Any) -> str | None:
+    """The user's question inside a decoded input value, or None."""
+    return _find(value, QUERY_KEYS, _USER_ROLES, 0)
+
+
+def answer_text(value: Any) -> str | None:
+    """The generated answer inside a decoded output value, or None."""
+    return _find(value, ANSWER_KEYS, _ASSISTANT_ROLES, 0)
+
+
+def _find(value: Any, keys: Sequence[str], roles: frozenset[str], depth: int) -> str | None:
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(value, str):
+        return value if value.strip() else None
+    if isinstance(value, Mapping):
+        return _from_mapping(value, keys, roles, depth)
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        return _from_sequence(value, keys, roles, depth)
+    return None
+
+
+def _from_mapping(
+    value: Mapping[Any, Any], keys: Sequence[str], roles: frozenset[str], depth: int
+) -> str | None:
+    if _role(value) is not None:
+        text = _message_text(value)
+        if text is not None:
+            return text
+    for key in keys:
+        item = value.get(key, _ABSENT)
+        if item is not _ABSENT:
+            text = _find(item, keys, roles, depth + 1)
+            if text is not None:
+                return text
+    for key in _WRAPPER_KEYS:
+        item = value.get(key, _ABSENT)
+        if item is not _ABSENT:
+            text = _find(item, keys, roles, depth + 1)
+            if text is not None:
+                return text
+    if len(value) == 1:
+        return _find(next(iter(value.values())), keys, roles, depth + 1)
+    strings = [item for item in value.values() if isinstance(item, str) and item.strip()]
+    return strings[0] if len(strings) == 1 else None
+
+
+def _from_sequence(
+    value: Sequence[Any], keys: Sequence[str], roles: frozenset[str], depth: int
+) -> str | None:
+    messages = [item for item in value if isinstance(item, Mapping) and _role(item) is not None]
+    if messages:
+        preferred = [item for item in messages if _role(item) in roles]
+        for message in reversed(preferred or messages):
+            text = _message_text(message)
+            if text is not None:
+                return text
+        return None
+    if len(value) == 1:
+        return _find(value[0], keys, roles, depth + 1)
+    return None
+
+
+def _role(message: Mapping[Any, Any]) -> str | None:
+    """The lower-cased role of a message-like mapping, or None when it is not a message."""
+    role = message.get("role")
+    if isinstance(role, str):
+        return role.lower()
+    if "content" in message or "parts" in message:
+        kind = message.get("type")
+        if isinstance(kind, str):
+            return kind.lower()
+    lc_id = message.get("id")
+    if message.get("lc") is not None and isinstance(lc_id, list) and lc_id:
+        last = lc_id[-1]
+        return last.lower() if isinstance(last, str) else None
+    return None
+
+
+def _message_text(message: Mapping[Any, Any]) -> str | None:
+    """The text of one chat message: `content` (string or parts), GenAI `parts`, or LC kwargs."""
+    for key in ("content", "parts"):
+        text = _parts_text(message.get(key))
+        if text is not None:
+            return text
+    kwargs = message.get("kwargs")
+    if isinstance(kwargs, Mapping):
+        return _parts_text(kwargs.get("content"))
+    return None
+
+
+def _parts_text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content if content.strip() else None
+    if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
+        texts: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, Mapping) and part.get("type", "text") == "text":
+                text = part.get("content", part.get("text"))
+                if isinstance(text, str):
+                    texts.append(text)
+        joined = "".join(texts)
+        return joined if joined.strip() else None
+    return None
