@@ -21,10 +21,13 @@ def test_top_level_all_is_stable() -> None:
         "__version__",
         "aevaluate_many",
         "available_evaluators",
+        "configure",
         "evaluate",
         "evaluate_many",
+        "force_flush",
         "get_evaluator",
         "register_evaluator",
+        "shutdown",
     }
     for name in groundwire.__all__:
         assert hasattr(groundwire, name), name
