@@ -14,9 +14,23 @@ from groundwire.testing._openai_server import (
     chat_completion,
     structured,
 )
+from groundwire.testing._otlp_receiver import (
+    OtlpGrpcReceiver,
+    OtlpHttpReceiver,
+    ReceivedEvent,
+    ReceivedLink,
+    ReceivedMetricPoint,
+    ReceivedSpan,
+)
 
 __all__: list[str] = [
     "OpenAIServer",
+    "OtlpGrpcReceiver",
+    "OtlpHttpReceiver",
+    "ReceivedEvent",
+    "ReceivedLink",
+    "ReceivedMetricPoint",
+    "ReceivedSpan",
     "RecordedRequest",
     "Reply",
     "ReplySource",
