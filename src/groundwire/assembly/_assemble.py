@@ -11,9 +11,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
+from groundwire import semconv
 from groundwire._types import RagTurn
 from groundwire.assembly._build import build_turn
-from groundwire.assembly._reader import SpanReader
+from groundwire.assembly._reader import KIND_OTHER, SpanReader, span_kind
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
 from groundwire.capture import LiveContentStore
@@ -70,6 +71,7 @@ class TurnAssembler:
 
     `add` each ended span. When a trace's local root ends (no parent, or a remote one) the trace
     is resolved exactly as `turns_from_spans` would, its turns are returned and its spans released.
+    `start` each starting span (optional) to let `turn_for` tell a final root from a nested one.
     Memory is bounded: past `max_traces` pending traces or `max_spans` pending spans the oldest
     traces are dropped and counted in `evicted_traces` / `evicted_spans`.
     """
@@ -92,6 +94,7 @@ class TurnAssembler:
         self._lock = threading.Lock()
         self._traces: OrderedDict[str, TraceTree] = OrderedDict()
         self._done: OrderedDict[str, None] = OrderedDict()
+        self._open: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
         self._span_count = 0
         self.evicted_traces = 0
         """Traces dropped unresolved because the pending limits were reached."""
@@ -113,6 +116,7 @@ class TurnAssembler:
     def add(self, span: SpanRecord) -> list[RagTurn]:
         """Record an ended span; return the turns its ending completed (usually none)."""
         with self._lock:
+            self._open.pop(span.span_id, None)
             if span.trace_id in self._done:
                 self.late_spans += 1
                 return []
@@ -140,12 +144,17 @@ class TurnAssembler:
         """The turn rooted at `span`, built from its ended descendants, without consuming them.
 
         For a span that is still open (inline evaluation, just before it ends). Returns None
-        unless `span` is a turn root when taken as the outermost span of its trace: exact for a
-        local root; for a nested span an open ancestor may still absorb it (docs/assembly.md).
+        unless `span` is a turn root when taken as the outermost span of its trace, and (when
+        `start` is called) no open ancestor made by the same instrumentation could still absorb
+        it. Exact for a local root; see docs/assembly.md, "Live assembly".
         """
+        if not _may_be_root(span, self._live):
+            return None
         with self._lock:
             pending = self._traces.get(span.trace_id)
-            snapshot = TraceTree(pending.spans.values() if pending is not None else ())
+            if pending is None or self._inside_same_scope(span):
+                return None
+            snapshot = TraceTree(pending.spans.values())
         snapshot.add(span)
         reader = SpanReader(self._live)
         roots = snapshot.turn_roots(reader, span.span_id)
@@ -153,11 +162,35 @@ class TurnAssembler:
             return None
         return build_turn(snapshot, span, reader)
 
+    def start(self, span: SpanRecord) -> None:
+        """Note a span that just started (from `SpanProcessor.on_start`; optional, cheap)."""
+        if span.is_local_root:
+            return
+        with self._lock:
+            self._open[span.span_id] = (span.parent_span_id, span.instrumentation_scope)
+            while len(self._open) > self._max_spans:
+                self._open.popitem(last=False)
+
+    def _inside_same_scope(self, span: SpanRecord) -> bool:
+        """True when an open ancestor of `span` came from the same instrumentation (lock held)."""
+        parent = span.parent_span_id if not span.parent_is_remote else None
+        for _ in range(1_000):
+            if parent is None:
+                return False
+            entry = self._open.get(parent)
+            if entry is None:
+                return False
+            if entry[1] == span.instrumentation_scope:
+                return True
+            parent = entry[0]
+        return False
+
     def flush(self) -> list[RagTurn]:
         """Resolve and release every pending trace as it stands (at shutdown)."""
         with self._lock:
             trees = list(self._traces.values())
             self._traces.clear()
+            self._open.clear()
             self._span_count = 0
         turns: list[RagTurn] = []
         reader = SpanReader(self._live)
@@ -176,3 +209,16 @@ class TurnAssembler:
             self.evicted_traces += 1
             self.evicted_spans += len(tree)
             logger.debug("trace %s evicted with %d pending spans", trace_id, len(tree))
+
+
+def _may_be_root(span: SpanRecord, live: LiveContentStore | None) -> bool:
+    """Cheap pre-check: a turn root is a non-model span with an output."""
+    attributes = span.attributes
+    if span_kind(span) != KIND_OTHER:
+        return False
+    if semconv.OUTPUT_VALUE in attributes or semconv.GEN_AI_OUTPUT_MESSAGES in attributes:
+        return True
+    if live is None or not len(live):
+        return False
+    content = live.get(span.key)
+    return content is not None and content.output is not None

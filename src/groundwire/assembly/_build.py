@@ -38,6 +38,8 @@ def build_turn(tree: TraceTree, root: SpanRecord, reader: SpanReader) -> RagTurn
     """The turn rooted at `root`, or None (logged at debug) when it lacks a query or an answer."""
     spans = list(tree.subtree(root.span_id))
     answer = reader.answer(root)
+    if answer is None and reader.streamed(root):
+        answer = _streamed_answer(spans, reader)
     if answer is None:
         logger.debug("span %s: turn root has no answer; no turn", root.span_id)
         return None
@@ -157,4 +159,17 @@ def _framework(root: SpanRecord, spans: list[SpanRecord]) -> str | None:
     for fragment, name in _FRAMEWORK_SCOPES:
         if fragment in scope:
             return name
+    return None
+
+
+def _streamed_answer(spans: list[SpanRecord], reader: SpanReader) -> str | None:
+    """For a root that recorded only a stream placeholder: the last model call's output."""
+    generations = sorted(
+        (span for span in spans if reader.kind(span) == KIND_GENERATION),
+        key=lambda span: span.start_time_ns,
+    )
+    for span in reversed(generations):
+        answer = reader.answer(span)
+        if answer is not None:
+            return answer
     return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -57,6 +58,8 @@ _MODEL_KEYS: Final = (
 _PROVIDER_KEYS: Final = (semconv.LLM_PROVIDER, semconv.GEN_AI_PROVIDER_NAME, "gen_ai.system")
 _GEN_AI_TEXT_KEYS: Final = ("content", "text", "page_content", "document")
 _MISSING: Final = object()
+_STREAM_PLACEHOLDER: Final = re.compile(r"<(?:async_)?generator object[^>]*>")
+"""What instrumentors record for an answer that was still streaming when the span ended."""
 
 
 def span_kind(record: SpanRecord) -> str:
@@ -131,6 +134,16 @@ class SpanReader:
             self._answers[record.span_id] = self._read_answer(record)
         return self._answers[record.span_id]
 
+    def streamed(self, record: SpanRecord) -> bool:
+        """True when the span's output is only a stream placeholder (`<generator object>`)."""
+        if self.answer(record) is not None:
+            return False
+        live = self.live(record)
+        value = live.output if live is not None and live.output is not None else None
+        if value is None:
+            value = record.attributes.get(semconv.OUTPUT_VALUE)
+        return isinstance(value, str) and _STREAM_PLACEHOLDER.search(value) is not None
+
     def _read_query(self, record: SpanRecord) -> str | None:
         attributes = record.attributes
         live = self.live(record)
@@ -201,6 +214,9 @@ def _first_text(
             logger.debug("span %s: %s is a %s, not text; skipped", record.span_id, where, type(raw))
             continue
         text: str | None = extract(decode(raw, mime))
+        if text is not None and _STREAM_PLACEHOLDER.fullmatch(text.strip()):
+            logger.debug("span %s: %s is a stream placeholder", record.span_id, where)
+            continue
         if text is not None:
             return text
         logger.debug("span %s: no text found in %s", record.span_id, where)

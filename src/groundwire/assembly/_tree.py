@@ -142,7 +142,7 @@ class TraceTree:
         return (
             reader.kind(record) == KIND_OTHER
             and reader.has_input(record)
-            and reader.answer(record) is not None
+            and (reader.answer(record) is not None or reader.streamed(record))
         )
 
 
