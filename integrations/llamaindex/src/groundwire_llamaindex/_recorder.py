@@ -1,0 +1,474 @@
+"""Turn LlamaIndex's span and event notices into OpenTelemetry spans.
+
+Parentage comes from LlamaIndex's own parent span ids, never from attaching an OTel context: a
+record's parent is the record its LlamaIndex parent id maps to, and a run's outermost span takes
+the OTel context current when it starts. Values are read once, at the end, from the call's
+arguments and result (and from LLM and rerank events), and written under the privacy switches.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import types
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
+from llama_index.core.instrumentation.events.exception import ExceptionEvent
+from llama_index.core.instrumentation.events.llm import (
+    LLMChatEndEvent,
+    LLMChatStartEvent,
+    LLMCompletionEndEvent,
+    LLMCompletionStartEvent,
+)
+from llama_index.core.instrumentation.events.rerank import ReRankStartEvent
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from opentelemetry.trace import Status, StatusCode, Tracer, set_span_in_context
+from opentelemetry.util.types import AttributeValue
+
+from groundwire import semconv
+from groundwire._types import Context
+from groundwire.capture import (
+    LIVE_CONTENT,
+    CaptureConfig,
+    LiveContent,
+    retrieval_attributes,
+    retrieval_span_name,
+)
+from groundwire.capture import (
+    document_attributes as _document_attributes,
+)
+from groundwire_llamaindex import _values
+from groundwire_llamaindex._kinds import kind_of
+from groundwire_llamaindex._record import Record
+from groundwire_llamaindex._stream import AsyncTokenStream, StreamOutcome, TokenStream
+
+__all__ = ["Recorder"]
+
+logger = logging.getLogger("groundwire_llamaindex")
+
+_GENERATORS = (types.GeneratorType, types.AsyncGeneratorType)
+_LIVE_KINDS = frozenset(
+    {semconv.SPAN_KIND_CHAIN, semconv.SPAN_KIND_RETRIEVER, semconv.SPAN_KIND_RERANKER}
+)
+"""Kinds whose full values the assembler may need (query, contexts, answer)."""
+
+
+def _call_name(llama_id: str) -> str:
+    """`RetrieverQueryEngine.query` from LlamaIndex's `RetrieverQueryEngine.query-<uuid>`."""
+    name = llama_id.partition("-")[0]
+    owner, _, method = name.rpartition(".")
+    return f"{owner}.{method.lstrip('_')}" if owner else name
+
+
+def _model_name(instance: object, field: str) -> str | None:
+    value = getattr(instance, field, None)
+    return value if isinstance(value, str) and value else None
+
+
+def _llm_model_name(instance: Any) -> str | None:
+    """The LLM's model: its `model` field when it has one, else its metadata's model name."""
+    name = _model_name(instance, "model")
+    if name is None:
+        try:
+            name = _model_name(instance.metadata, "model_name")
+        except Exception:
+            logger.debug("LLM metadata unavailable", exc_info=True)
+    return name
+
+
+def _data_source_id(retriever: object) -> str | None:
+    """The id of the index a retriever reads (`gen_ai.data_source.id`), when it has one."""
+    index = getattr(retriever, "_index", None)
+    index_id = getattr(index, "index_id", None)
+    return index_id if isinstance(index_id, str) and index_id else None
+
+
+class Recorder:
+    """Keeps the open records of every LlamaIndex run and turns notices into span changes.
+
+    Called by the span and event handlers from any thread; every run's records are its own,
+    and the shared maps are only read and written one key at a time.
+    """
+
+    def __init__(self, tracer: Tracer, config: CaptureConfig) -> None:
+        self._tracer = tracer
+        self._config = config
+        self._records: dict[str, Record] = {}
+        self._pending: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        """Token generators made by a synthesizer call -> that call's LlamaIndex span id."""
+        self._pending_lock = threading.Lock()
+        self._on_event: dict[type[Any], Callable[[Record, Any], None] | None] = {
+            LLMChatStartEvent: self._on_chat_start,
+            LLMCompletionStartEvent: self._on_completion_start,
+            LLMChatEndEvent: self._on_llm_end,
+            LLMCompletionEndEvent: self._on_llm_end,
+            ReRankStartEvent: self._on_rerank_start,
+            ExceptionEvent: self._on_exception,
+        }
+
+    # --- span notices -----------------------------------------------------------------------
+
+    def enter(
+        self, llama_id: str, arguments: Mapping[str, Any], instance: object, parent_id: str | None
+    ) -> None:
+        """A LlamaIndex call started: open a record, or alias it to its nearest record."""
+        if not is_instrumentation_enabled():
+            return
+        parent = self._records.get(parent_id) if parent_id is not None else None
+        kind = kind_of(instance) if instance is not None else None
+        if parent is not None and kind == semconv.SPAN_KIND_LLM:
+            parent = self._streaming_llm(parent, instance)
+        if kind is None or (parent is not None and parent.instance_id == id(instance)):
+            if parent is not None:
+                self._records[llama_id] = parent
+                parent.aliases.append(llama_id)
+            return
+        name, attributes = self._describe(llama_id, kind, instance, arguments, parent)
+        span = self._tracer.start_span(
+            name,
+            context=set_span_in_context(parent.span) if parent is not None else None,
+            attributes=attributes,
+        )
+        record = Record(llama_id, kind, span, id(instance), parent)
+        if parent is not None:
+            record.open.add(record)
+        self._start_values(record, instance, arguments)
+        self._records[llama_id] = record
+
+    @staticmethod
+    def _streaming_llm(parent: Record, instance: object) -> Record:
+        """The LLM record an LLM call belongs to: its own stream's, when it runs inside it.
+
+        `CustomLLM.astream_complete` reads `stream_complete` while its stream is consumed, so
+        LlamaIndex parents that call to the reader (the synthesizer); both are one LLM call.
+        """
+        streaming = parent.streaming_llm
+        if streaming is not None and not streaming.ended and streaming.instance_id == id(instance):
+            return streaming
+        return parent
+
+    def exit(self, llama_id: str, result: object) -> None:
+        """A LlamaIndex call returned `result`: end its record, or leave it waiting on a stream."""
+        record = self._records.get(llama_id)
+        if record is None:
+            return
+        if isinstance(result, _GENERATORS) and record.kind == semconv.SPAN_KIND_CHAIN:
+            with self._pending_lock:
+                self._pending.setdefault(result, llama_id)
+        stream = self._stream_of(result)
+        if record.llama_id != llama_id:
+            return
+        if stream is not None:
+            record.waiting = True
+            stream.outcome.waiting.append(record)
+            return
+        kind = record.kind
+        if kind == semconv.SPAN_KIND_RETRIEVER:
+            self._end_retrieval(record, result)
+        elif kind == semconv.SPAN_KIND_RERANKER:
+            self._end_rerank(record, result)
+        elif kind == semconv.SPAN_KIND_LLM:
+            if semconv.OUTPUT_VALUE not in record.attributes:
+                text = _values.llm_output_of(result)
+                if text is not None:
+                    self._capture_output(record, text, semconv.MIME_TEXT)
+            if isinstance(result, _GENERATORS):
+                record.waiting = True
+                if record.parent is not None:
+                    record.parent.streaming_llm = record
+                weakref.finalize(result, self.end, record)
+                return
+        elif kind != semconv.SPAN_KIND_EMBEDDING:
+            value = _values.output_of(result)
+            if value is not None:
+                self._capture_output(record, *value)
+        self.end(record)
+
+    def drop(self, llama_id: str, error: BaseException | None) -> None:
+        """A LlamaIndex call raised `error`: end its record with status ERROR."""
+        record = self._records.get(llama_id)
+        if record is None or record.llama_id != llama_id:
+            return
+        if record.kind == semconv.SPAN_KIND_RETRIEVER:
+            self._end_retrieval(record, (), error)
+        elif record.kind == semconv.SPAN_KIND_RERANKER:
+            self._end_rerank(record, (), error)
+        else:
+            self.end(record, error)
+
+    # --- events -----------------------------------------------------------------------------
+
+    def event(self, event: Any) -> None:
+        """A LlamaIndex event: LLM prompts, answers and token counts; rerank settings."""
+        cls = type(event)
+        try:
+            handler = self._on_event[cls]
+        except KeyError:
+            handler = next(
+                (h for base, h in list(self._on_event.items()) if issubclass(cls, base)), None
+            )
+            self._on_event[cls] = handler
+        if handler is None or event.span_id is None:
+            return
+        record = self._records.get(event.span_id)
+        if record is not None and not record.ended:
+            handler(record, event)
+
+    def _on_chat_start(self, record: Record, event: LLMChatStartEvent) -> None:
+        if record.kind == semconv.SPAN_KIND_LLM and record.full_input is None:
+            self._capture_input(record, _values.messages_json(event.messages), semconv.MIME_JSON)
+
+    def _on_completion_start(self, record: Record, event: LLMCompletionStartEvent) -> None:
+        if record.kind == semconv.SPAN_KIND_LLM and record.full_input is None:
+            self._capture_input(record, event.prompt, semconv.MIME_TEXT)
+
+    def _on_llm_end(self, record: Record, event: LLMChatEndEvent | LLMCompletionEndEvent) -> None:
+        if record.kind != semconv.SPAN_KIND_LLM or event.response is None:
+            return
+        text = _values.llm_output_of(event.response)
+        if text is not None:
+            self._capture_output(record, text, semconv.MIME_TEXT)
+        record.attributes.update(self._token_attributes(event.response))
+        if record.waiting:
+            self.end(record)
+
+    def _on_rerank_start(self, record: Record, event: ReRankStartEvent) -> None:
+        if record.kind != semconv.SPAN_KIND_RERANKER:
+            return
+        record.attributes[semconv.RERANKER_TOP_K] = event.top_n
+        if event.model_name:
+            record.attributes[semconv.RERANKER_MODEL_NAME] = event.model_name
+
+    def _on_exception(self, record: Record, event: ExceptionEvent) -> None:
+        if record.waiting and record.kind == semconv.SPAN_KIND_LLM:
+            self.end(record, event.exception)
+
+    # --- starting ---------------------------------------------------------------------------
+
+    def _describe(
+        self,
+        llama_id: str,
+        kind: str,
+        instance: Any,
+        arguments: Mapping[str, Any],
+        parent: Record | None,
+    ) -> tuple[str, dict[str, AttributeValue]]:
+        """The span's name and the attributes known when it starts."""
+        attributes: dict[str, AttributeValue] = {semconv.OPENINFERENCE_SPAN_KIND: kind}
+        if parent is None:
+            attributes[semconv.GROUNDWIRE_FRAMEWORK] = semconv.FRAMEWORK_LLAMAINDEX
+        if kind == semconv.SPAN_KIND_RETRIEVER:
+            return retrieval_span_name(_data_source_id(instance)), attributes
+        if kind == semconv.SPAN_KIND_LLM:
+            model = _llm_model_name(instance)
+            attributes[semconv.GEN_AI_OPERATION_NAME] = semconv.GEN_AI_OPERATION_CHAT
+            if model is None:
+                return semconv.GEN_AI_OPERATION_CHAT, attributes
+            attributes[semconv.LLM_MODEL_NAME] = model
+            attributes[semconv.GEN_AI_REQUEST_MODEL] = model
+            return f"{semconv.GEN_AI_OPERATION_CHAT} {model}", attributes
+        if kind == semconv.SPAN_KIND_EMBEDDING:
+            model = _model_name(instance, "model_name")
+            attributes[semconv.GEN_AI_OPERATION_NAME] = semconv.GEN_AI_OPERATION_EMBEDDINGS
+            if model is None:
+                return semconv.GEN_AI_OPERATION_EMBEDDINGS, attributes
+            attributes[semconv.EMBEDDING_MODEL_NAME] = model
+            attributes[semconv.GEN_AI_REQUEST_MODEL] = model
+            return f"{semconv.GEN_AI_OPERATION_EMBEDDINGS} {model}", attributes
+        if kind == semconv.SPAN_KIND_RERANKER:
+            top_n = getattr(instance, "top_n", None)
+            if isinstance(top_n, int) and not isinstance(top_n, bool):
+                attributes[semconv.RERANKER_TOP_K] = top_n
+            model = _model_name(instance, "model")
+            if model is not None:
+                attributes[semconv.RERANKER_MODEL_NAME] = model
+        return _call_name(llama_id), attributes
+
+    def _start_values(self, record: Record, instance: Any, arguments: Mapping[str, Any]) -> None:
+        """Remember or capture the call's input."""
+        kind = record.kind
+        if kind == semconv.SPAN_KIND_RETRIEVER:
+            record.data_source = _data_source_id(instance)
+        if kind in (semconv.SPAN_KIND_RETRIEVER, semconv.SPAN_KIND_RERANKER):
+            record.query = _values.query_of(arguments)
+            record.input_nodes = arguments.get("nodes")
+        elif kind == semconv.SPAN_KIND_EMBEDDING:
+            text = _values.query_of(arguments)
+            if text is None and isinstance(arguments.get("text"), str):
+                text = arguments["text"]
+            if text is not None:
+                self._capture_input(record, text, semconv.MIME_TEXT)
+        elif kind != semconv.SPAN_KIND_LLM:
+            value = _values.input_of(arguments)
+            if value is not None:
+                self._capture_input(record, *value)
+
+    # --- values under the privacy switches --------------------------------------------------
+
+    def _shown(self, record: Record, text: str, hidden: bool) -> str | None:
+        """What of `text` goes on the span (None: nothing); marks the record when it differs."""
+        if hidden:
+            record.altered = True
+            return None
+        shown = self._config.text(text)
+        if shown is not text:
+            record.altered = True
+        return shown
+
+    def _capture_input(self, record: Record, text: str, mime: str) -> None:
+        record.full_input = text
+        shown = self._shown(record, text, self._config.hide_inputs)
+        if shown is not None:
+            record.attributes[semconv.INPUT_VALUE] = shown
+            record.attributes[semconv.INPUT_MIME_TYPE] = (
+                mime if shown is text else semconv.MIME_TEXT
+            )
+
+    def _capture_output(self, record: Record, text: str, mime: str) -> None:
+        record.full_output = text
+        shown = self._shown(record, text, self._config.hide_outputs)
+        if shown is not None:
+            record.attributes[semconv.OUTPUT_VALUE] = shown
+            record.attributes[semconv.OUTPUT_MIME_TYPE] = (
+                mime if shown is text else semconv.MIME_TEXT
+            )
+
+    def _mark_documents(self, record: Record, documents: list[Context]) -> None:
+        """Keep the documents for `LIVE_CONTENT` and note whether the span shows less."""
+        record.documents = tuple(documents)
+        config = self._config
+        if record.query is not None and (
+            config.hide_inputs or config.text(record.query) is not record.query
+        ):
+            record.altered = True
+            record.full_input = record.query
+        if config.hide_document_text or any(
+            config.text(document.text) is not document.text for document in documents
+        ):
+            record.altered = True
+
+    @staticmethod
+    def _token_attributes(response: object) -> Iterator[tuple[str, AttributeValue]]:
+        prompt, completion, total = _values.token_counts(response)
+        if prompt is not None:
+            yield semconv.LLM_TOKEN_COUNT_PROMPT, prompt
+            yield semconv.GEN_AI_USAGE_INPUT_TOKENS, prompt
+        if completion is not None:
+            yield semconv.LLM_TOKEN_COUNT_COMPLETION, completion
+            yield semconv.GEN_AI_USAGE_OUTPUT_TOKENS, completion
+        if total is not None:
+            yield semconv.LLM_TOKEN_COUNT_TOTAL, total
+
+    # --- ending -----------------------------------------------------------------------------
+
+    def _end_retrieval(
+        self, record: Record, nodes: object, error: BaseException | None = None
+    ) -> None:
+        contexts = _values.contexts_of(nodes)
+        record.attributes.update(
+            retrieval_attributes(
+                record.query,
+                contexts,
+                self._config,
+                data_source_id=record.data_source,
+            )
+        )
+        self._mark_documents(record, contexts)
+        self.end(record, error)
+
+    def _end_rerank(
+        self, record: Record, nodes: object, error: BaseException | None = None
+    ) -> None:
+        config = self._config
+        if record.query is not None and not config.hide_inputs:
+            record.attributes[semconv.RERANKER_QUERY] = config.text(record.query)
+        before = _values.contexts_of(record.input_nodes)
+        after = _values.contexts_of(nodes)
+        record.attributes.update(
+            _document_attributes(semconv.RERANKER_INPUT_DOCUMENTS_PREFIX, before, config)
+        )
+        record.attributes.update(
+            _document_attributes(semconv.RERANKER_OUTPUT_DOCUMENTS_PREFIX, after, config)
+        )
+        record.input_nodes = None
+        self._mark_documents(record, after)
+        self.end(record, error)
+
+    def finish_stream(self, record: Record, text: str | None, error: BaseException | None) -> None:
+        """End a record that waited for a streamed answer."""
+        if text is not None and not record.ended:
+            self._capture_output(record, text, semconv.MIME_TEXT)
+        self.end(record, error)
+
+    def end(self, record: Record, error: BaseException | None = None) -> None:
+        """End the record's span (status ERROR and an exception event when `error` is set)."""
+        if record.ended:
+            return
+        record.ended = True
+        try:
+            if record.parent is None:
+                for other in list(record.open):
+                    self.end(other)
+            else:
+                record.open.discard(record)
+            span = record.span
+            if error is not None and not isinstance(error, GeneratorExit):
+                span.record_exception(error)
+                record.attributes[semconv.ERROR_TYPE] = type(error).__qualname__
+                span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+            if record.attributes:
+                span.set_attributes(record.attributes)
+            if record.altered and LIVE_CONTENT.enabled and record.kind in _LIVE_KINDS:
+                context = span.get_span_context()
+                LIVE_CONTENT.put(
+                    (context.trace_id, context.span_id),
+                    LiveContent(
+                        input=record.full_input,
+                        output=record.full_output,
+                        documents=record.documents,
+                    ),
+                )
+            span.end()
+        finally:
+            records = self._records
+            for alias in record.aliases:
+                records.pop(alias, None)
+            records.pop(record.llama_id, None)
+
+    def close(self) -> None:
+        """End every open record (on uninstrument or dispatcher shutdown)."""
+        for record in list(self._records.values()):
+            self.end(record)
+
+    # --- streams ----------------------------------------------------------------------------
+
+    def _stream_of(self, result: object) -> TokenStream | AsyncTokenStream | None:
+        """The stream wrapper of a streaming response, installing one on first sight."""
+        if isinstance(result, StreamingResponse):
+            inner: Any = result.response_gen
+            if isinstance(inner, TokenStream) or inner is None:
+                return inner
+            stream: TokenStream | AsyncTokenStream = TokenStream(
+                inner, self._pending_span_id(inner), StreamOutcome(self.finish_stream)
+            )
+        elif isinstance(result, AsyncStreamingResponse):
+            inner = result.response_gen
+            if isinstance(inner, AsyncTokenStream) or inner is None:
+                return inner
+            stream = AsyncTokenStream(
+                inner, self._pending_span_id(inner), StreamOutcome(self.finish_stream)
+            )
+        else:
+            return None
+        result.response_gen = stream  # type: ignore[assignment]
+        return stream
+
+    def _pending_span_id(self, generator: object) -> str | None:
+        with self._pending_lock:
+            try:
+                return self._pending.pop(generator, None)
+            except TypeError:  # not weak-referenceable: never pending
+                return None

@@ -1,0 +1,3 @@
+"""The instrumentation's version, reported as the tracer's instrumentation scope version."""
+
+__version__ = "0.1.0"
