@@ -1,0 +1,178 @@
+"""`groundwire verify-quotes`: locate quotes in text files and report (table, CSV, Excel).
+
+The quotes file is a JSON list of strings when its name ends in `.json`, otherwise one quote per
+line (blank lines skipped). Each document is a UTF-8 text file named by its stem; a directory
+stands for its `*.txt` and `*.md` files in name order.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from groundwire.cli._app import app, console, err_console
+
+_SHORT = 60
+_DOC_SUFFIXES = (".txt", ".md")
+
+
+class InputError(Exception):
+    """A bad input file; the message names the file and the problem."""
+
+
+def read_quotes(path: Path) -> list[str]:
+    """Quotes from a JSON list (`.json`) or one per line."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read quotes file {path}: {error}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise InputError(f"{path}: not valid JSON ({error})") from None
+        if not isinstance(data, list):
+            raise InputError(f"{path}: expected a JSON list of strings, got {type(data).__name__}")
+        for index, item in enumerate(data):
+            if not isinstance(item, str) or not item.strip():
+                raise InputError(f"{path}: item {index} must be a non-empty string, got {item!r}")
+        return list(data)
+    return [line.strip() for line in raw.splitlines() if line.strip()]
+
+
+def _document_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() in _DOC_SUFFIXES)
+            if not found:
+                raise InputError(f"directory {path} has no .txt or .md files")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError(f"document {path} does not exist")
+    return files
+
+
+def read_documents(paths: list[Path]) -> dict[str, str]:
+    """Documents by file stem, in the order given; two files with one stem are an error."""
+    documents: dict[str, str] = {}
+    origin: dict[str, Path] = {}
+    for path in _document_files(paths):
+        if path.stem in documents:
+            raise InputError(f"documents {origin[path.stem]} and {path} have the same name")
+        try:
+            documents[path.stem] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(f"cannot read document {path}: {error}") from None
+        origin[path.stem] = path
+    return documents
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _SHORT else flat[: _SHORT - 1] + "…"
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    return ">999" if value > 999 else f"{value:.{digits}f}"
+
+
+@app.command("verify-quotes")
+def verify_quotes_command(
+    quotes: Annotated[
+        Path, typer.Option("--quotes", help="Quotes: one per line, or a JSON list (.json).")
+    ],
+    docs: Annotated[
+        list[Path],
+        typer.Option("--docs", help="Document text files or directories (repeatable)."),
+    ],
+    more_docs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="More document paths (so `--docs a.txt b.txt` works).", show_default=False
+        ),
+    ] = None,
+    xlsx: Annotated[
+        Path | None, typer.Option("--xlsx", help="Write the rows to this Excel file.")
+    ] = None,
+    csv: Annotated[
+        Path | None, typer.Option("--csv", help="Write the statistics (melted) to this CSV file.")
+    ] = None,
+    cosine: Annotated[
+        bool, typer.Option("--cosine/--no-cosine", help="Cosine similarity with the local model.")
+    ] = True,
+    trim_method: Annotated[
+        str, typer.Option("--trim-method", help="fuzzy, sliding_bm25 or hybrid.")
+    ] = "fuzzy",
+    min_fuzzy_ratio: Annotated[
+        float, typer.Option("--min-fuzzy-ratio", help="Below this match ratio: not verified.")
+    ] = 0.6,
+    ellipsis_max_gap: Annotated[
+        int | None,
+        typer.Option("--ellipsis-max-gap", help="Most characters between ellipsis parts."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON lines.")] = False,
+) -> None:
+    """Locate each quote in the documents and report where it is and how well it matches."""
+    from groundwire.embeddings import DEFAULT_EMBEDDER
+    from groundwire.evaluators.quote_verification import (
+        quote_stats,
+        verify_quotes,
+        write_quotes_xlsx,
+        write_stats_csv,
+    )
+
+    try:
+        quote_list = read_quotes(quotes)
+        documents = read_documents([*docs, *(more_docs or [])])
+        rows = verify_quotes(
+            quote_list,
+            documents,
+            embedder=DEFAULT_EMBEDDER if cosine else None,
+            trim_method=trim_method,  # type: ignore[arg-type]  # validated by verify_quotes
+            min_fuzzy_ratio=min_fuzzy_ratio,
+            ellipsis_max_gap=ellipsis_max_gap,
+        )
+        if xlsx is not None:
+            write_quotes_xlsx(rows, xlsx)
+        if csv is not None:
+            write_stats_csv(rows, csv)
+    except (InputError, ValueError, TypeError, ImportError, OSError) as error:
+        err_console.print(f"[red]error:[/red] {error}", highlight=False)
+        raise typer.Exit(2) from None
+    if as_json:
+        for row in rows:
+            console.print_json(json.dumps(row.to_dict()))
+    else:
+        table = Table(title=f"{len(rows)} quotes in {len(documents)} documents")
+        for header in ("#", "quote", "source", "span", "match", "cosine", "bm25 ratio", "ok"):
+            table.add_column(header, overflow="fold")
+        for index, row in enumerate(rows, start=1):
+            table.add_row(
+                str(index),
+                _short(row.quote),
+                row.source_doc or "-",
+                _short(row.span_text) or "-",
+                _number(row.match_ratio),
+                _number(row.cosine_similarity),
+                _number(row.bm25_ratio),
+                "[red]no[/red]" if row.low_confidence else "[green]yes[/green]",
+            )
+        console.print(table)
+    stats = quote_stats(rows)
+    err_console.print(
+        f"{stats.n_quotes - stats.n_low_match_confidence} of {stats.n_quotes} quotes verified; "
+        f"mean match ratio {_number(stats.mean_match_ratio, 3)}",
+        highlight=False,
+    )
+    for path, what in ((xlsx, "Excel report"), (csv, "statistics CSV")):
+        if path is not None:
+            err_console.print(f"wrote {what} {path}", highlight=False)

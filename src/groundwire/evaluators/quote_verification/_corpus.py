@@ -1,0 +1,92 @@
+"""The document set: validated, normalised once, searchable for exact hits, windowed on demand."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
+
+from groundwire.evaluators.quote_verification._bm25 import WindowIndex, tokenize
+from groundwire.evaluators.quote_verification._normalise import NormalisedText, normalise
+from groundwire.evaluators.quote_verification._windows import Window, make_windows
+
+__all__ = ["DOC_SEPARATOR", "Corpus", "Documents", "coerce_documents"]
+
+Documents: TypeAlias = Mapping[str, str] | Sequence[str]
+"""Documents by name, or a list (named doc_0, doc_1, ...)."""
+
+DOC_SEPARATOR = "\n\n"
+"""What `global_start`/`global_end` assume between consecutive documents."""
+_NORMALISED_SEPARATOR = "\n"
+"""Never occurs in normalised text or quotes (whitespace becomes a space), so no hit crosses it."""
+
+
+def coerce_documents(documents: object) -> list[tuple[str, str]]:
+    """(name, text) pairs from a mapping or a list; a clear TypeError names a bad item."""
+    if isinstance(documents, Mapping):
+        pairs: list[tuple[str, str]] = []
+        for name, text in documents.items():
+            if not isinstance(name, str):
+                raise TypeError(f"documents: keys must be str names, got {type(name).__name__}")
+            if not isinstance(text, str):
+                raise TypeError(f"documents[{name!r}] must be a str, got {type(text).__name__}")
+            pairs.append((name, text))
+        return pairs
+    if isinstance(documents, str | bytes) or not isinstance(documents, Sequence):
+        raise TypeError(
+            "documents must be a mapping of name -> text or a list of texts, "
+            f"got {type(documents).__name__}"
+        )
+    for index, text in enumerate(documents):
+        if not isinstance(text, str):
+            raise TypeError(f"documents[{index}] must be a str, got {type(text).__name__}")
+    return [(f"doc_{index}", text) for index, text in enumerate(documents)]
+
+
+class Corpus:
+    """Documents normalised once; exact search over all of them; BM25 windows built lazily."""
+
+    def __init__(self, named: Sequence[tuple[str, str]]) -> None:
+        """Normalise every document and lay out the global (joined with blank lines) offsets."""
+        self.names = [name for name, _ in named]
+        self.texts = [text for _, text in named]
+        self.norms: list[NormalisedText] = [normalise(text) for text in self.texts]
+        self._joined = _NORMALISED_SEPARATOR.join(norm.text for norm in self.norms)
+        self._joined_starts: list[int] = []
+        self.global_starts: list[int] = []
+        joined_at = global_at = 0
+        for norm, text in zip(self.norms, self.texts, strict=True):
+            self._joined_starts.append(joined_at)
+            self.global_starts.append(global_at)
+            joined_at += len(norm.text) + len(_NORMALISED_SEPARATOR)
+            global_at += len(text) + len(DOC_SEPARATOR)
+        self._indexes: dict[tuple[int, int, float, float], tuple[list[Window], WindowIndex]] = {}
+
+    def _locate(self, position: int) -> int:
+        return bisect.bisect_right(self._joined_starts, position) - 1
+
+    def find_exact(self, quote: str, limit: int = 1) -> list[tuple[int, int, int]]:
+        """Up to `limit` occurrences of a normalised quote: (doc, start, end) in normalised text."""
+        hits: list[tuple[int, int, int]] = []
+        if not quote:
+            return hits
+        position = self._joined.find(quote)
+        while position >= 0 and len(hits) < limit:
+            doc = self._locate(position)
+            start = position - self._joined_starts[doc]
+            hits.append((doc, start, start + len(quote)))
+            position = self._joined.find(quote, position + 1)
+        return hits
+
+    def index(
+        self, size: int, overlap: int, k1: float, b: float
+    ) -> tuple[list[Window], WindowIndex]:
+        """The windows and their BM25 index for these settings, built on first request."""
+        key = (size, overlap, k1, b)
+        built = self._indexes.get(key)
+        if built is None:
+            windows = make_windows([len(norm.text) for norm in self.norms], size, overlap)
+            tokens = [tokenize(self.norms[w.doc].text[w.start : w.end]) for w in windows]
+            built = (windows, WindowIndex(tokens, k1=k1, b=b))
+            self._indexes[key] = built
+        return built

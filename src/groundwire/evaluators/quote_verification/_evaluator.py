@@ -1,0 +1,130 @@
+"""`QuoteVerification`: the per-turn evaluator (share of the answer's quotes found in contexts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groundwire._types import RagTurn, Score
+from groundwire.embeddings import DEFAULT_EMBEDDER, Embedder
+from groundwire.evaluators.quote_verification._options import Options
+from groundwire.evaluators.quote_verification._rows import QuoteMatch
+from groundwire.evaluators.quote_verification._trim import TrimMethod
+from groundwire.evaluators.quote_verification._verify import verify_quotes
+from groundwire.evaluators.quoted_spans import find_quotes
+from groundwire.evaluators.quoted_spans._finder import check_min_len
+
+__all__ = ["QuoteVerification"]
+
+_SHOWN_MISSES = 2
+"""Unverified quotes named in the explanation."""
+
+
+def _documents(turn: RagTurn) -> dict[str, str]:
+    """Contexts by id (doc_i when a context has none; a repeated id gets a #i suffix)."""
+    documents: dict[str, str] = {}
+    for index, context in enumerate(turn.contexts):
+        name = context.id or f"doc_{index}"
+        if name in documents:
+            name = f"{name}#{index}"
+        documents[name] = context.text
+    return documents
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class QuoteVerification:
+    """Locates each quote of the answer in the turn's contexts; the score is the verified share.
+
+    Quotes are the answer's typographic quotations of at least `min_len` words; a quote is
+    verified when its `match_ratio` reaches `min_fuzzy_ratio`. A turn without quotes is not
+    applicable (label `no_quotes`). `details["quotes"]` holds one `verify_quotes` row per quote.
+    """
+
+    name: str = "quote_verification"
+
+    def __init__(
+        self,
+        *,
+        min_len: int = 3,
+        embedder: Embedder | None = DEFAULT_EMBEDDER,
+        window_size: int | None = None,
+        overlap: int | None = None,
+        bm25_k1: float = 1.5,
+        bm25_b: float = 0.4,
+        ellipsis_max_gap: int | None = None,
+        trim_spans: bool = True,
+        trim_method: TrimMethod = "fuzzy",
+        min_fuzzy_ratio: float = 0.6,
+        expand_window_neighbors: int = 1,
+    ) -> None:
+        """Configure extraction and matching; bad options raise at once, naming the option."""
+        self.min_len = check_min_len(min_len, "quote_verification: min_len")
+        if embedder is not None and not isinstance(embedder, Embedder):
+            raise TypeError(
+                "quote_verification: embedder must have an embed(texts) method or be None, "
+                f"got {type(embedder).__name__}"
+            )
+        self.embedder = embedder
+        self.options = Options.checked(
+            window_size=window_size,
+            overlap=overlap,
+            bm25_k1=bm25_k1,
+            bm25_b=bm25_b,
+            ellipsis_max_gap=ellipsis_max_gap,
+            trim_spans=trim_spans,
+            trim_method=trim_method,
+            min_fuzzy_ratio=min_fuzzy_ratio,
+            expand_window_neighbors=expand_window_neighbors,
+        )
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """Score one turn: verified quotes / quotes."""
+        quotes = find_quotes(turn.answer, style="typographic", min_len=self.min_len)
+        if not quotes:
+            return Score.not_applicable(
+                self.name, "no_quotes", f"the answer quotes no span of {self.min_len}+ words"
+            )
+        o = self.options
+        rows = verify_quotes(
+            [quote.text for quote in quotes],
+            _documents(turn),
+            embedder=self.embedder,
+            window_size=o.window_size,
+            overlap=o.overlap,
+            bm25_k1=o.bm25_k1,
+            bm25_b=o.bm25_b,
+            ellipsis_max_gap=o.ellipsis_max_gap,
+            trim_spans=o.trim_spans,
+            trim_method=o.trim_method,
+            min_fuzzy_ratio=o.min_fuzzy_ratio,
+            expand_window_neighbors=o.expand_window_neighbors,
+        )
+        verified = sum(row.verified for row in rows)
+        details: list[dict[str, Any]] = []
+        for quote, row in zip(quotes, rows, strict=True):
+            details.append({**row.to_dict(), "answer_start": quote.start, "answer_end": quote.end})
+        return Score(
+            name=self.name,
+            value=verified / len(rows),
+            label=_label(verified, len(rows)),
+            explanation=_explain(rows, verified, has_contexts=bool(turn.contexts)),
+            details={"quotes": details, "n_quotes": len(rows), "n_verified": verified},
+        )
+
+
+def _label(verified: int, total: int) -> str:
+    if verified == total:
+        return "verified"
+    return "unverified" if verified == 0 else "partially_verified"
+
+
+def _explain(rows: list[QuoteMatch], verified: int, *, has_contexts: bool) -> str:
+    text = f"{verified} of {len(rows)} quotes found in the contexts"
+    if not has_contexts:
+        return text + " (the turn has no contexts)"
+    misses = [row.quote for row in rows if row.low_confidence][:_SHOWN_MISSES]
+    if misses:
+        text += "; not found: " + ", ".join(f"“{_short(quote)}”" for quote in misses)
+    return text

@@ -1,0 +1,55 @@
+"""`QuoteMatch`: one output row per quote (the card's output schema plus offsets and a flag)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, TypeAlias
+
+__all__ = ["MatchKind", "QuoteMatch"]
+
+MatchKind: TypeAlias = Literal["exact", "fuzzy", "ellipsis", "none"]
+"""How the span was found: normalised substring hit, BM25 + trimming, head/tail of an ellipsis
+quote, or not at all (no document shares a word with the quote)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteMatch:
+    """Where one quote was found and how well it matches (one row of `verify_quotes`)."""
+
+    quote: str
+    """The quote as given."""
+    source_doc: str | None
+    """Name of the document the span is in (None when nothing was found)."""
+    span_text: str
+    """The located span, verbatim from the document."""
+    context_window: str
+    """The span with up to 300 characters of the document on each side."""
+    bm25_score: float | None
+    """BM25 score of the window the span came from (None for exact hits: no BM25 was needed)."""
+    bm25_ratio: float | None
+    """Best / (second-best + 1e-9) window score: how much the best window stands out."""
+    global_start: int | None
+    """Span start in the documents joined by a blank line ("\\n\\n"), in the given order."""
+    global_end: int | None
+    """Span end (exclusive) in the joined documents."""
+    match_ratio: float
+    """Normalised Indel similarity of quote and span after normalisation, 0..1 (1 = identical)."""
+    cosine_similarity: float | None
+    """Cosine of the quote's and the span's embeddings (None without an embedder)."""
+    doc_start: int | None
+    """Span start within `source_doc`."""
+    doc_end: int | None
+    """Span end (exclusive) within `source_doc`."""
+    low_confidence: bool
+    """True when `match_ratio` is below `min_fuzzy_ratio`: the quote is not verified."""
+    match_kind: MatchKind
+    """How the span was found: exact, fuzzy, ellipsis or none."""
+
+    @property
+    def verified(self) -> bool:
+        """True when the quote was found with enough confidence."""
+        return not self.low_confidence
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as a JSON-serialisable dict (field order as above)."""
+        return asdict(self)

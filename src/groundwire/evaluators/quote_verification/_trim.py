@@ -1,0 +1,160 @@
+"""Trimming a window to the quote's bounds: fuzzy, sliding_bm25 or hybrid, snapped to words.
+
+All three work on normalised text and return an `Alignment` in the region's coordinates whose
+`ratio` is `match_ratio(quote, span)` (1.0 = identical).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from rapidfuzz import fuzz
+
+from groundwire.evaluators.quote_verification._bm25 import tokenize
+
+__all__ = ["TRIM_METHODS", "Alignment", "TrimMethod", "match_ratio", "trim", "window_ratio"]
+
+TrimMethod: TypeAlias = Literal["fuzzy", "sliding_bm25", "hybrid"]
+TRIM_METHODS: tuple[str, ...] = ("fuzzy", "sliding_bm25", "hybrid")
+
+_WORD = re.compile(r"\w+")
+_NON_SPACE = re.compile(r"\S+")
+_MAX_CANDIDATES = 6
+"""Boundary candidates tried on each side of a span (so at most 36 ratio computations)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    """A span [start, end) of a region and how closely it matches the quote (0..1)."""
+
+    start: int
+    end: int
+    ratio: float
+
+    def shifted(self, offset: int) -> Alignment:
+        """The same alignment in coordinates `offset` characters further right."""
+        return Alignment(self.start + offset, self.end + offset, self.ratio)
+
+
+def _ratio(quote: str, span: str) -> float:
+    return fuzz.ratio(quote, span) / 100.0
+
+
+def match_ratio(quote: str, span: str) -> float:
+    """How well a span matches a quote, 0..1: the mean of the character-level and the word-level
+    normalised Indel similarity. Characters forgive typos; words keep a made-up quote written
+    with the documents' common words from scoring like a near miss."""
+    words = fuzz.ratio(tokenize(quote), tokenize(span)) / 100.0
+    return (_ratio(quote, span) + words) / 2.0
+
+
+def window_ratio(quote: str, region: str) -> float:
+    """How well the quote matches the best part of an untrimmed window (partial ratio, 0..1)."""
+    return fuzz.partial_ratio(quote, region) / 100.0
+
+
+def _boundaries(region: str) -> tuple[list[int], list[int]]:
+    """Word and token boundaries: where a `\\w+` or whitespace-free run starts, where one ends."""
+    starts: set[int] = set()
+    ends: set[int] = set()
+    for pattern in (_WORD, _NON_SPACE):
+        for match in pattern.finditer(region):
+            starts.add(match.start())
+            ends.add(match.end())
+    return sorted(starts), sorted(ends)
+
+
+def _near(positions: list[int], target: int, tolerance: int) -> list[int]:
+    """The boundaries within `tolerance` of `target`, nearest first (at least the nearest one)."""
+    lo = bisect.bisect_left(positions, target - tolerance)
+    hi = bisect.bisect_right(positions, target + tolerance)
+    found = positions[max(0, lo - 1) : hi + 1]
+    found.sort(key=lambda position: abs(position - target))
+    return found[:_MAX_CANDIDATES]
+
+
+def snap(quote: str, region: str, start: int, end: int, tolerance: int) -> Alignment:
+    """Move [start, end) to the nearby word boundaries whose span is closest to the quote
+    (character similarity), and score the result with `match_ratio`."""
+    starts, ends = _boundaries(region)
+    best_start, best_end = start, end
+    best_key = (-1.0, 0)
+    for cand_start in _near(starts, start, tolerance):
+        for cand_end in _near(ends, end, tolerance):
+            if cand_end <= cand_start:
+                continue
+            ratio = _ratio(quote, region[cand_start:cand_end])
+            key = (ratio, -(abs(cand_start - start) + abs(cand_end - end)))
+            if key > best_key:
+                best_key = key
+                best_start, best_end = cand_start, cand_end
+    return Alignment(best_start, best_end, match_ratio(quote, region[best_start:best_end]))
+
+
+def _tolerance(quote: str) -> int:
+    return max(8, len(quote) // 10)
+
+
+def trim_fuzzy(quote: str, region: str) -> Alignment:
+    """rapidfuzz's best partial alignment of the quote in the region, snapped to word boundaries."""
+    found = fuzz.partial_ratio_alignment(quote, region)
+    if found is None:  # only happens with a score cutoff, which is not used here
+        return Alignment(0, len(region), match_ratio(quote, region))
+    return snap(quote, region, found.dest_start, found.dest_end, _tolerance(quote))
+
+
+def trim_sliding_bm25(quote: str, region: str, idf: Callable[[str], float], k1: float) -> Alignment:
+    """Slide a window of the quote's word count over the region's words; keep the one with the
+    highest BM25 score against the quote (equal lengths, so no length normalisation)."""
+    query = Counter(tokenize(quote))
+    words = list(_WORD.finditer(region))
+    size = sum(query.values())
+    if not words or size == 0:
+        return trim_fuzzy(quote, region)
+    size = min(size, len(words))
+    weight = {term: count * idf(term) for term, count in query.items()}
+
+    def saturation(tf: int) -> float:
+        return tf * (k1 + 1.0) / (tf + k1)
+
+    lowered = [match.group().lower() for match in words]
+    counts: Counter[str] = Counter(term for term in lowered[:size] if term in weight)
+    score = sum(weight[term] * saturation(tf) for term, tf in counts.items())
+    best_score, best_first = score, 0
+    for first in range(1, len(words) - size + 1):
+        for term, delta in ((lowered[first - 1], -1), (lowered[first + size - 1], 1)):
+            if term in weight:
+                before = counts[term]
+                counts[term] = before + delta
+                score += weight[term] * (saturation(before + delta) - saturation(before))
+        if score > best_score + 1e-12:
+            best_score, best_first = score, first
+    start = words[best_first].start()
+    end = words[best_first + size - 1].end()
+    return snap(quote, region, start, end, _tolerance(quote))
+
+
+def trim_hybrid(quote: str, region: str, idf: Callable[[str], float], k1: float) -> Alignment:
+    """sliding_bm25 finds the neighbourhood, fuzzy alignment refines it; the better one wins."""
+    coarse = trim_sliding_bm25(quote, region, idf, k1)
+    pad = max(16, len(quote) // 4)
+    lo = max(0, coarse.start - pad)
+    hi = min(len(region), coarse.end + pad)
+    fine = trim_fuzzy(quote, region[lo:hi]).shifted(lo)
+    return fine if fine.ratio >= coarse.ratio else coarse
+
+
+def trim(
+    method: TrimMethod, quote: str, region: str, idf: Callable[[str], float], k1: float
+) -> Alignment:
+    """Trim the region to the quote with the given method."""
+    if method == "fuzzy":
+        return trim_fuzzy(quote, region)
+    if method == "sliding_bm25":
+        return trim_sliding_bm25(quote, region, idf, k1)
+    return trim_hybrid(quote, region, idf, k1)

@@ -1,0 +1,166 @@
+"""`verify_quotes`: locate each quote in a set of documents (the VerifyQuotes algorithm)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from groundwire.embeddings import (
+    DEFAULT_EMBEDDER,
+    Embedder,
+    EmbeddingsUnavailableError,
+    cosine_pairs,
+    warn_unavailable_once,
+)
+from groundwire.evaluators.quote_verification._corpus import Corpus, Documents, coerce_documents
+from groundwire.evaluators.quote_verification._ellipsis import Located
+from groundwire.evaluators.quote_verification._locate import Locator
+from groundwire.evaluators.quote_verification._normalise import normalise_quote
+from groundwire.evaluators.quote_verification._options import Options
+from groundwire.evaluators.quote_verification._rows import QuoteMatch
+from groundwire.evaluators.quote_verification._trim import TrimMethod
+from groundwire.evaluators.quote_verification._windows import default_overlap, default_window_size
+
+__all__ = ["CONTEXT_CHARS", "verify_quotes"]
+
+CONTEXT_CHARS = 300
+"""Characters of document kept on each side of the span in `context_window`."""
+
+
+def _check_quotes(quotes: object) -> list[str]:
+    if isinstance(quotes, str | bytes) or not isinstance(quotes, Iterable):
+        raise TypeError(
+            f"quotes must be a list of strings, got {type(quotes).__name__}"
+            + (" (wrap a single quote in a list)" if isinstance(quotes, str) else "")
+        )
+    checked: list[str] = []
+    for index, quote in enumerate(quotes):
+        if not isinstance(quote, str):
+            raise TypeError(f"quotes[{index}] must be a str, got {type(quote).__name__}")
+        if not quote.strip():
+            raise ValueError(f"quotes[{index}] is empty or whitespace only")
+        checked.append(quote)
+    return checked
+
+
+def verify_quotes(
+    quotes: Iterable[str],
+    documents: Documents,
+    *,
+    embedder: Embedder | None = DEFAULT_EMBEDDER,
+    window_size: int | None = None,
+    overlap: int | None = None,
+    bm25_k1: float = 1.5,
+    bm25_b: float = 0.4,
+    ellipsis_max_gap: int | None = None,
+    trim_spans: bool = True,
+    trim_method: TrimMethod = "fuzzy",
+    min_fuzzy_ratio: float = 0.6,
+    expand_window_neighbors: int = 1,
+) -> list[QuoteMatch]:
+    """Locate each quote in the documents; one `QuoteMatch` per quote, in order.
+
+    - `documents`: a mapping name -> text, or a list of texts (named doc_0, doc_1, ...).
+    - `embedder`: computes `cosine_similarity` of quote and span; None skips it. The default is
+      the local e5 model of the `embeddings` extra (skipped with one warning when missing).
+    - `window_size` / `overlap`: BM25 window and overlap in characters (default 1.1 x the longest
+      quote, capped at 500, and 30% of the window).
+    - `bm25_k1`, `bm25_b`: BM25 parameters. `ellipsis_max_gap`: the most characters allowed
+      between the head and the tail of a quote with an ellipsis (None: any).
+    - `trim_spans`: trim the best window to the quote (else the span is the whole window), with
+      `trim_method` "fuzzy", "sliding_bm25" or "hybrid"; `expand_window_neighbors`: windows added
+      on a side where the trimmed span touches the window edge.
+    - `min_fuzzy_ratio`: a `match_ratio` below it sets `low_confidence`.
+    """
+    quote_list = _check_quotes(quotes)
+    named = coerce_documents(documents)
+    options = Options.checked(
+        window_size=window_size,
+        overlap=overlap,
+        bm25_k1=bm25_k1,
+        bm25_b=bm25_b,
+        ellipsis_max_gap=ellipsis_max_gap,
+        trim_spans=trim_spans,
+        trim_method=trim_method,
+        min_fuzzy_ratio=min_fuzzy_ratio,
+        expand_window_neighbors=expand_window_neighbors,
+    )
+    if embedder is not None and not isinstance(embedder, Embedder):
+        raise TypeError(
+            f"embedder must have an embed(texts) method or be None, got {type(embedder).__name__}"
+        )
+    if not quote_list:
+        return []
+    normalised = [normalise_quote(quote) for quote in quote_list]
+    size = options.window_size or default_window_size(max(len(q) for q in normalised))
+    overlap_chars = options.overlap if options.overlap is not None else default_overlap(size)
+    if overlap_chars >= size:
+        raise ValueError(f"overlap must be smaller than the window size ({size}), got {overlap}")
+    corpus = Corpus(named)
+    locator = Locator(corpus, options, size, overlap_chars)
+    rows = [
+        _row(quote, locator.locate(norm), corpus, options.min_fuzzy_ratio)
+        for quote, norm in zip(quote_list, normalised, strict=True)
+    ]
+    if embedder is None:
+        return rows
+    return _with_cosine(rows, embedder)
+
+
+def _row(quote: str, located: Located | None, corpus: Corpus, min_ratio: float) -> QuoteMatch:
+    if located is None:
+        return QuoteMatch(
+            quote=quote,
+            source_doc=None,
+            span_text="",
+            context_window="",
+            bm25_score=None,
+            bm25_ratio=None,
+            global_start=None,
+            global_end=None,
+            match_ratio=0.0,
+            cosine_similarity=None,
+            doc_start=None,
+            doc_end=None,
+            low_confidence=True,
+            match_kind="none",
+        )
+    text = corpus.texts[located.doc]
+    start, end = corpus.norms[located.doc].to_original(located.start, located.end)
+    offset = corpus.global_starts[located.doc]
+    return QuoteMatch(
+        quote=quote,
+        source_doc=corpus.names[located.doc],
+        span_text=text[start:end],
+        context_window=text[max(0, start - CONTEXT_CHARS) : end + CONTEXT_CHARS],
+        bm25_score=located.bm25_score,
+        bm25_ratio=located.bm25_ratio,
+        global_start=offset + start,
+        global_end=offset + end,
+        match_ratio=located.ratio,
+        cosine_similarity=None,
+        doc_start=start,
+        doc_end=end,
+        low_confidence=located.ratio < min_ratio,
+        match_kind=located.kind,
+    )
+
+
+def _with_cosine(rows: list[QuoteMatch], embedder: Embedder) -> list[QuoteMatch]:
+    """Fill `cosine_similarity` for rows with a span, embedding everything in one call."""
+    with_span = [i for i, row in enumerate(rows) if row.span_text.strip()]
+    if not with_span:
+        return rows
+    try:
+        sims = cosine_pairs(
+            embedder,
+            [rows[i].quote.strip() for i in with_span],
+            [rows[i].span_text for i in with_span],
+        )
+    except EmbeddingsUnavailableError:
+        warn_unavailable_once()
+        return rows
+    filled = list(rows)
+    for i, sim in zip(with_span, sims, strict=True):
+        filled[i] = replace(rows[i], cosine_similarity=sim)
+    return filled

@@ -1,0 +1,50 @@
+"""Overlapping fixed-size character windows over each document (the units BM25 ranks)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["MAX_WINDOW", "Window", "default_overlap", "default_window_size", "make_windows"]
+
+MAX_WINDOW = 500
+"""The card's cap on the derived window size, in characters."""
+_SIZE_FACTOR = 1.1
+_OVERLAP_SHARE = 0.3
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One window: document index and [start, end) in that document's normalised text."""
+
+    doc: int
+    start: int
+    end: int
+
+
+def default_window_size(longest_quote: int) -> int:
+    """1.1 x the longest quote, capped at 500 characters (the card's rule)."""
+    # round first: 1.1 * 90 is 99.00000000000001 in floating point, which must not become 100
+    return max(1, min(MAX_WINDOW, math.ceil(round(_SIZE_FACTOR * longest_quote, 6))))
+
+
+def default_overlap(window_size: int) -> int:
+    """30% of the window, in characters."""
+    return round(_OVERLAP_SHARE * window_size)
+
+
+def make_windows(doc_lengths: Sequence[int], size: int, overlap: int) -> list[Window]:
+    """Windows of `size` characters every `size - overlap`, per document; the last one ends at the
+    document's end so nothing is left uncovered. Windows never span two documents."""
+    step = size - overlap
+    windows: list[Window] = []
+    for doc, length in enumerate(doc_lengths):
+        if length == 0:
+            continue
+        start = 0
+        while start + size < length:
+            windows.append(Window(doc, start, start + size))
+            start += step
+        windows.append(Window(doc, max(0, length - size), length))
+    return windows
