@@ -11,6 +11,13 @@ from typing import Any
 
 _EXPORTS: dict[str, str] = {
     # public name -> module that defines it
+    "QuoteVerification": "groundwire.evaluators.quote_verification",
+    "QuoteMatch": "groundwire.evaluators.quote_verification",
+    "QuoteStats": "groundwire.evaluators.quote_verification",
+    "verify_quotes": "groundwire.evaluators.quote_verification",
+    "quote_stats": "groundwire.evaluators.quote_verification",
+    "write_stats_csv": "groundwire.evaluators.quote_verification",
+    "write_quotes_xlsx": "groundwire.evaluators.quote_verification",
     "ERAG": "groundwire.evaluators.erag",
     "erag_score": "groundwire.evaluators.erag",
     "aerag_score": "groundwire.evaluators.erag",
