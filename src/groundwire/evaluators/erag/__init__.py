@@ -19,7 +19,7 @@ from groundwire.evaluators.erag._downstream import (
     rouge_l,
     token_f1,
 )
-from groundwire.evaluators.erag._erag import ERAG, as_text_generator
+from groundwire.evaluators.erag._erag import ERAG
 from groundwire.evaluators.erag._generators import (
     DEFAULT_PROMPT,
     AsyncTextGenerator,
@@ -28,6 +28,7 @@ from groundwire.evaluators.erag._generators import (
     Generation,
     PromptSpec,
     TextGenerator,
+    as_text_generator,
     batchify_text_generator,
 )
 from groundwire.evaluators.erag._langchain import LangChainGenerator

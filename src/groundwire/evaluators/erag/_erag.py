@@ -20,7 +20,7 @@ from groundwire.evaluators.erag._generators import (
     AsyncTextGenerator,
     BatchedGenerator,
     Generation,
-    TextGenerator,
+    as_text_generator,
 )
 from groundwire.evaluators.erag._retrieval import (
     aggregate,
@@ -29,31 +29,10 @@ from groundwire.evaluators.erag._retrieval import (
     score_labels,
 )
 
-__all__ = ["ERAG", "as_text_generator"]
+__all__ = ["ERAG"]
 
 DEFAULT_RETRIEVAL_METRICS = ("P", "success")
 """Defined for binary and continuous labels alike, so any downstream metric works with them."""
-
-
-def as_text_generator(generator: Any) -> BatchedGenerator | AsyncTextGenerator | TextGenerator:
-    """Our generators as they are; a LangChain runnable or a LlamaIndex LLM wrapped in its adapter;
-    any other callable taken as a reference-style `text_generator`."""
-    if isinstance(generator, BatchedGenerator | AsyncTextGenerator):
-        return generator
-    if callable(getattr(generator, "ainvoke", None)):
-        from groundwire.evaluators.erag._langchain import LangChainGenerator
-
-        return LangChainGenerator(generator)
-    if callable(getattr(generator, "acomplete", None)):
-        from groundwire.evaluators.erag._llamaindex import LlamaIndexGenerator
-
-        return LlamaIndexGenerator(generator)
-    if callable(generator):
-        return generator  # type: ignore[no-any-return]
-    raise TypeError(
-        f"generator must be a groundwire generator, a LangChain runnable, a LlamaIndex LLM or a "
-        f"text_generator callable, got {type(generator).__name__}"
-    )
 
 
 class ERAG:

@@ -30,6 +30,7 @@ __all__ = [
     "Generation",
     "PromptSpec",
     "TextGenerator",
+    "as_text_generator",
     "batchify_text_generator",
     "run_coroutine",
 ]
@@ -194,7 +195,9 @@ class FunctionGenerator(BatchedGenerator):
             raise TypeError(f"function must be callable, got {type(function).__name__}")
         super().__init__(max_concurrency=max_concurrency)
         self.function = function
-        self._is_async = inspect.iscoroutinefunction(function)
+        self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+            type(function).__call__
+        )
 
     @property
     def concurrent(self) -> bool:
@@ -216,6 +219,8 @@ class FunctionGenerator(BatchedGenerator):
     @staticmethod
     def _text(result: object, query: str) -> str:
         if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()
             raise TypeError("the generator function returned an awaitable: define it `async def`")
         if not isinstance(result, str):
             raise TypeError(
@@ -239,3 +244,25 @@ def batchify_text_generator(
 ) -> FunctionGenerator:
     """The reference's `batchify_text_generator`, plus optional concurrency and async functions."""
     return FunctionGenerator(function, max_concurrency=max_concurrency)
+
+
+def as_text_generator(generator: Any) -> BatchedGenerator | AsyncTextGenerator | TextGenerator:
+    """Our generators as they are; a LangChain runnable or LlamaIndex LLM in its adapter; any
+    other callable as a reference-style `text_generator`."""
+    if isinstance(generator, BatchedGenerator):
+        return generator
+    # LangChain models also have an `agenerate` (unrelated): test for `ainvoke` first
+    if callable(getattr(generator, "ainvoke", None)):
+        from groundwire.evaluators.erag._langchain import LangChainGenerator
+
+        return LangChainGenerator(generator)
+    if callable(getattr(generator, "acomplete", None)):
+        from groundwire.evaluators.erag._llamaindex import LlamaIndexGenerator
+
+        return LlamaIndexGenerator(generator)
+    if isinstance(generator, AsyncTextGenerator) or callable(generator):
+        return generator  # type: ignore[no-any-return]
+    raise TypeError(
+        f"generator must be a groundwire generator, a LangChain runnable, a LlamaIndex LLM or a "
+        f"text_generator callable, got {type(generator).__name__}"
+    )

@@ -27,6 +27,7 @@ from groundwire.evaluators.erag._generators import (
     AsyncTextGenerator,
     BatchedGenerator,
     TextGenerator,
+    as_text_generator,
     run_coroutine,
 )
 from groundwire.evaluators.erag._retrieval import (
@@ -159,7 +160,7 @@ async def _agenerate_all(generator: AsyncTextGenerator, positions: Positions) ->
 def erag_score(
     retrieval_results: Mapping[str, Sequence[str]],
     expected_outputs: Mapping[str, Any],
-    text_generator: TextGenerator | AsyncTextGenerator,
+    text_generator: TextGenerator | AsyncTextGenerator | Any,
     downstream_metric: BatchDownstreamMetric | str,
     retrieval_metrics: Iterable[str],
 ) -> dict[str, Any]:
@@ -169,11 +170,13 @@ def erag_score(
     document texts, `expected_outputs` each query to its gold outputs, `text_generator` maps
     `{query: [document]}` to `{query: output}`, `downstream_metric` maps (`{query: output}`,
     `{query: golds}`) to `{query: score in [0, 1]}` (or names a built-in, e.g. "token_f1"),
-    and `retrieval_metrics` are trec_eval names (`P_5`, `map`, `ndcg_cut_10`, ...).
+    and `retrieval_metrics` are trec_eval names (`P_5`, `map`, `ndcg_cut_10`, ...). A LangChain
+    runnable or LlamaIndex LLM given as `text_generator` is wrapped in its adapter.
     """
     checked = _check_inputs(
         retrieval_results, expected_outputs, downstream_metric, retrieval_metrics
     )
+    text_generator = as_text_generator(text_generator)
     if isinstance(text_generator, BatchedGenerator):
         if text_generator.concurrent:
             outputs = text_generator.run_sync(_agenerate_all(text_generator, checked.positions))
@@ -189,7 +192,7 @@ def erag_score(
 async def aerag_score(
     retrieval_results: Mapping[str, Sequence[str]],
     expected_outputs: Mapping[str, Any],
-    text_generator: TextGenerator | AsyncTextGenerator,
+    text_generator: TextGenerator | AsyncTextGenerator | Any,
     downstream_metric: BatchDownstreamMetric | str,
     retrieval_metrics: Iterable[str],
 ) -> dict[str, Any]:
@@ -197,6 +200,7 @@ async def aerag_score(
     checked = _check_inputs(
         retrieval_results, expected_outputs, downstream_metric, retrieval_metrics
     )
+    text_generator = as_text_generator(text_generator)
     if isinstance(text_generator, AsyncTextGenerator) and getattr(
         text_generator, "concurrent", True
     ):
