@@ -164,10 +164,9 @@ class TurnAssembler:
 
     def start(self, span: SpanRecord) -> None:
         """Note a span that just started (from `SpanProcessor.on_start`; optional, cheap)."""
-        if span.is_local_root:
-            return
+        parent = None if span.parent_is_remote else span.parent_span_id
         with self._lock:
-            self._open[span.span_id] = (span.parent_span_id, span.instrumentation_scope)
+            self._open[span.span_id] = (parent, span.instrumentation_scope)
             while len(self._open) > self._max_spans:
                 self._open.popitem(last=False)
 
