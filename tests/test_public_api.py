@@ -28,6 +28,7 @@ def test_top_level_all_is_stable() -> None:
         "get_evaluator",
         "register_evaluator",
         "shutdown",
+        "turns_from_spans",
     }
     for name in groundwire.__all__:
         assert hasattr(groundwire, name), name

@@ -24,6 +24,7 @@ from groundwire._registry import (
 )
 from groundwire._types import Context, RagTurn, Score
 from groundwire._version import __version__
+from groundwire.assembly import turns_from_spans
 
 if TYPE_CHECKING:
     from groundwire._configure import configure, force_flush, shutdown
@@ -59,4 +60,5 @@ __all__ = [
     "get_evaluator",
     "register_evaluator",
     "shutdown",
+    "turns_from_spans",
 ]
