@@ -138,6 +138,24 @@ def test_concurrent_threads_give_separate_trees(
     assert instrumentor.handler is not None and instrumentor.handler.open_runs == 0
 
 
+def test_concurrent_tasks_give_separate_trees(
+    instrumentor: LangChainInstrumentor, exporter: InMemorySpanExporter
+) -> None:
+    """Five `ainvoke`s gathered on one event loop give five complete, unmixed trees."""
+    chain = rag_chain(model=ParrotFakeChatModel())
+    questions = [f"task {i}: capital of Italy?" for i in range(5)]
+
+    async def ask_all() -> list[str]:
+        return list(await asyncio.gather(*(chain.ainvoke(q) for q in questions)))
+
+    assert asyncio.run(ask_all()) == questions
+    spans = exporter.get_finished_spans()
+    assert_well_formed(spans, traces=5)
+    assert sorted(_turn(trace_spans) for trace_spans in _traces(spans)) == [
+        (q, q, q) for q in questions
+    ]
+
+
 def test_nested_chains_hang_under_the_calling_run(
     instrumentor: LangChainInstrumentor, exporter: InMemorySpanExporter
 ) -> None:
