@@ -169,9 +169,8 @@ def test_concurrency_limit(openai_server: OpenAIServer) -> None:
     started = time.monotonic()
     asyncio.run(main())
     elapsed = time.monotonic() - started
-    assert 0.55 <= elapsed < 1.2, elapsed
-    times = sorted(r.received_at for r in openai_server.requests)
-    assert times[2] - times[0] >= 0.15  # the third call waited for a slot
+    assert elapsed >= 0.55, elapsed
+    assert openai_server.max_in_flight == 2
 
 
 def test_json_mode(openai_server: OpenAIServer) -> None:

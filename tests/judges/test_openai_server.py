@@ -101,9 +101,7 @@ def test_default_callable_and_concurrency() -> None:
             await client.close()
             return [r.choices[0].message.content for r in results]
 
-        started = time.monotonic()
         contents = asyncio.run(main())
-        elapsed = time.monotonic() - started
     assert sorted(contents) == sorted(f"m{i}" for i in range(8))
-    assert elapsed < 1.0, f"8 requests of 0.2 s took {elapsed:.2f} s: not concurrent"
     assert server.request_count == 8
+    assert server.max_in_flight >= 4, "delayed replies were not served concurrently"

@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from groundwire import semconv
 from groundwire._types import RagTurn, Score
 from groundwire.judges import (
-    InvalidJudgeOutputError,
-    JudgeCallError,
     JudgeClient,
     JudgeConfig,
     Usage,
     resolve_judge,
     skipped_score,
 )
+from groundwire.judges._attempts import Asked, ask_until_valid
 from groundwire.judges._prompts import (
     GROUNDEDNESS_PROMPT_VERSIONS,
     GroundednessRating,
@@ -41,13 +39,7 @@ JUDGE_NAMES = ("support", "added_content")
 """The two judges' names as they appear in `Score.details`."""
 
 
-@dataclass(frozen=True, slots=True)
-class _JudgeOutcome:
-    rating: int | None
-    attempts: int
-    usage: Usage
-    cached: bool = False
-    error: str | None = None
+_Outcome = Asked[GroundednessRating]
 
 
 def _label(value: float) -> str:
@@ -102,32 +94,19 @@ class ResponseGroundedness:
         )
         return self._combine(self.judge, outcomes)
 
-    async def _rate(
-        self, judge: JudgeClient, index: int, answer: str, context: str
-    ) -> _JudgeOutcome:
+    async def _rate(self, judge: JudgeClient, index: int, answer: str, context: str) -> _Outcome:
         """One judge's rating, asking again after an invalid reply (up to `max_retries` times)."""
-        messages = groundedness_messages(index, answer, context)
-        version = GROUNDEDNESS_PROMPT_VERSIONS[index]
-        usage = Usage()
-        error = "no attempt made"
-        for attempt in range(1, self.max_retries + 1):
-            try:
-                reply = await judge.ask(
-                    GroundednessRating,
-                    messages,
-                    prompt_version=version,
-                    inputs={"answer": answer, "context": context},
-                )
-            except InvalidJudgeOutputError as invalid:
-                usage, error = usage + invalid.usage, str(invalid)
-                continue
-            except JudgeCallError as failed:
-                return _JudgeOutcome(None, attempt, usage + failed.usage, error=str(failed))
-            return _JudgeOutcome(reply.value.rating, attempt, usage + reply.usage, reply.cached)
-        return _JudgeOutcome(None, self.max_retries, usage, error=f"{error} (gave up)")
+        return await ask_until_valid(
+            judge,
+            GroundednessRating,
+            groundedness_messages(index, answer, context),
+            prompt_version=GROUNDEDNESS_PROMPT_VERSIONS[index],
+            inputs={"answer": answer, "context": context},
+            attempts=self.max_retries,
+        )
 
-    def _combine(self, judge: JudgeClient, outcomes: list[_JudgeOutcome]) -> Score:
-        ratings = [o.rating for o in outcomes]
+    def _combine(self, judge: JudgeClient, outcomes: list[_Outcome]) -> Score:
+        ratings = [o.value.rating if o.value is not None else None for o in outcomes]
         valid = [r / 2 for r in ratings if r is not None]
         usage = sum((o.usage for o in outcomes), Usage())
         details: dict[str, Any] = {

@@ -221,7 +221,11 @@ class _Handler(BaseHTTPRequestHandler):
             reply = owner._next_reply(parsed)
         else:
             reply = _NOT_FOUND
-        self._send(reply, owner._stopping)
+        owner._enter()
+        try:
+            self._send(reply, owner._stopping)
+        finally:
+            owner._leave()
 
     def do_GET(self) -> None:
         """Only chat completions are served."""
@@ -281,6 +285,10 @@ class OpenAIServer:
         """Set False in long benchmarks so recorded requests do not grow memory."""
         self.request_count = 0
         """How many requests arrived (counted even when not recorded)."""
+        self.in_flight = 0
+        """Requests being answered right now (waiting out their delay or being sent)."""
+        self.max_in_flight = 0
+        """The most requests answered at once since start (or `clear`): real concurrency."""
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -369,6 +377,7 @@ class OpenAIServer:
             self._requests.clear()
             self._queue.clear()
             self.request_count = 0
+            self.max_in_flight = self.in_flight
 
     # --- used by the handler ------------------------------------------------------------------
 
@@ -377,6 +386,15 @@ class OpenAIServer:
             self.request_count += 1
             if self.record_requests:
                 self._requests.append(request)
+
+    def _enter(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
     def _next_reply(self, request_json: Any) -> Reply:
         with self._lock:

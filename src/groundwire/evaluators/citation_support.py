@@ -1,0 +1,346 @@
+"""`citation_support`: are the answer's citations true? Citation precision by a strict LLM audit.
+
+1. Claims: the answer is split into atomic claims by an LLM (one fact per claim), each keeping
+   its citation markers and quotes.
+2. Pairs: each claim's citations are resolved to context spans: `[n]`, `[n, m]` and `[^n]`
+   markers to the n-th context (1-based by default, `index_base`), quoted text to where
+   `verify_quotes` finds it (the span with up to 300 characters around it). A marker past the
+   last context, or a quote found nowhere, is a pair that is `not_supported` with no LLM call.
+3. Audit: each (claim, span) pair is audited strictly (`audit_citation`); a claim's verdict is
+   the best of its pairs' verdicts.
+
+    score = fully supported cited claims / cited claims        (citation precision)
+
+`details` has every claim and pair, and the partial, not-supported and uncited shares (uncited
+over all claims; the others over cited claims). An answer with no marker and no quote is not
+applicable (`no_citations`) and costs no LLM call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from groundwire import semconv
+from groundwire._types import RagTurn, Score
+from groundwire.evaluators.quoted_spans import find_quotes
+from groundwire.judges import (
+    JudgeClient,
+    JudgeConfig,
+    JudgeError,
+    Usage,
+    resolve_judge,
+    skipped_score,
+)
+from groundwire.judges._audit import (
+    VERDICT_ORDER,
+    CitationVerdict,
+    aaudit_citation,
+    audit_citation,
+    audit_pair,
+)
+from groundwire.judges._claims import split_claims
+
+__all__ = [
+    "Citation",
+    "CitationSupport",
+    "CitationVerdict",
+    "aaudit_citation",
+    "audit_citation",
+    "resolve_citations",
+]
+
+FLAG_OUT_OF_RANGE: Final = "citation_out_of_range"
+"""A marker names a context the turn does not have."""
+FLAG_QUOTE_NOT_FOUND: Final = "quote_not_found"
+"""A quote was not found (with confidence) in any context."""
+SPAN_PREVIEW_CHARS: Final = 500
+"""Characters of each audited span kept in `details` (spans can be whole documents)."""
+
+_MARKER = re.compile(r"\[\^?\s*(\d+(?:\s*[,;]\s*\^?\s*\d+)*)\s*\]")
+_NUMBER = re.compile(r"\d+")
+
+QuoteStyle = Literal["typographic", "ragas"]
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One citation of a claim, resolved to the span it points at."""
+
+    kind: Literal["marker", "quote"]
+    ref: str
+    """The marker (`[2]`) or the quoted text as written in the claim."""
+    context_index: int | None
+    """0-based index of the cited context; None when it could not be resolved."""
+    span: str
+    """The text the claim is audited against (empty when unresolved)."""
+    problem: str | None = None
+    """`citation_out_of_range` or `quote_not_found` when unresolved."""
+
+
+def _markers(claim: str, contexts: Sequence[str], index_base: int) -> list[Citation]:
+    citations: list[Citation] = []
+    for match in _MARKER.finditer(claim):
+        for number in _NUMBER.findall(match.group(1)):
+            index = int(number) - index_base
+            ref = f"[{number}]"
+            if 0 <= index < len(contexts):
+                citations.append(Citation("marker", ref, index, contexts[index]))
+            else:
+                citations.append(Citation("marker", ref, None, "", FLAG_OUT_OF_RANGE))
+    return citations
+
+
+def _quotes(
+    claim: str, contexts: Sequence[str], style: QuoteStyle, min_words: int
+) -> list[Citation]:
+    quotes = [quote.text for quote in find_quotes(claim, style=style, min_len=min_words)]
+    if not quotes:
+        return []
+    from groundwire.evaluators.quote_verification import verify_quotes
+
+    documents = {str(index): text for index, text in enumerate(contexts)}
+    citations: list[Citation] = []
+    for row in verify_quotes(quotes, documents, embedder=None):
+        if row.source_doc is None or row.low_confidence:
+            citations.append(Citation("quote", row.quote, None, "", FLAG_QUOTE_NOT_FOUND))
+        else:
+            citations.append(Citation("quote", row.quote, int(row.source_doc), row.context_window))
+    return citations
+
+
+def resolve_citations(
+    claim: str,
+    contexts: Sequence[str],
+    *,
+    index_base: int = 1,
+    quote_style: QuoteStyle = "typographic",
+    min_quote_words: int = 3,
+) -> list[Citation]:
+    """The claim's citations (markers first, then quotes), duplicates removed."""
+    found = _markers(claim, contexts, index_base)
+    if contexts:
+        found += _quotes(claim, contexts, quote_style, min_quote_words)
+    unique: dict[tuple[str, str], Citation] = {}
+    for citation in found:
+        unique.setdefault((citation.kind, citation.ref), citation)
+    return list(unique.values())
+
+
+def has_citations(
+    answer: str, *, quote_style: QuoteStyle = "typographic", min_words: int = 3
+) -> bool:
+    """True when the answer has a citation marker or a quote of at least `min_words` words."""
+    if _MARKER.search(answer):
+        return True
+    return bool(find_quotes(answer, style=quote_style, min_len=min_words))
+
+
+def _label(value: float) -> str:
+    if value >= 1.0:
+        return "supported"
+    return "unsupported" if value <= 0.0 else "partially_supported"
+
+
+class CitationSupport:
+    """Citation precision: the share of cited claims that their citations fully support.
+
+    Judge options (`model`, `base_url`, ...) are those of `JudgeConfig` and fall back to the
+    environment; with no judge configured the score is skipped.
+    """
+
+    name: str = "citation_support"
+
+    def __init__(
+        self,
+        *,
+        judge: JudgeClient | JudgeConfig | None = None,
+        index_base: int = 1,
+        stricter: bool = False,
+        quote_style: QuoteStyle = "typographic",
+        min_quote_words: int = 3,
+        max_retries: int = 3,
+        **judge_options: Any,
+    ) -> None:
+        for option, value, low in (
+            ("index_base", index_base, 0),
+            ("min_quote_words", min_quote_words, 1),
+            ("max_retries", max_retries, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(
+                    f"CitationSupport: {option} must be an integer >= {low}, got {value!r}"
+                )
+        if quote_style not in ("typographic", "ragas"):
+            raise ValueError(
+                "CitationSupport: quote_style must be 'typographic' or 'ragas', "
+                f"got {quote_style!r}"
+            )
+        self.index_base = index_base
+        self.stricter = stricter
+        self.quote_style: QuoteStyle = quote_style
+        self.min_quote_words = min_quote_words
+        self.max_retries = max_retries
+        self.judge = resolve_judge(judge, **judge_options)
+
+    async def aevaluate(self, turn: RagTurn) -> Score:
+        """Split, resolve, audit, aggregate."""
+        judge = self.judge
+        if judge is None:
+            return skipped_score(self.name)
+        answer = turn.answer
+        if not has_citations(answer, quote_style=self.quote_style, min_words=self.min_quote_words):
+            return Score(
+                name=self.name,
+                value=None,
+                label="no_citations",
+                explanation="The answer has no citation marker and no quote.",
+                details={"uncited_share": 1.0 if answer.strip() else None},
+            )
+        claims, asked = await split_claims(judge, answer, attempts=self.max_retries)
+        usage = asked.usage
+        if asked.value is None:
+            return Score(
+                name=self.name,
+                value=math.nan,
+                label="error",
+                error=f"JudgeError: could not split the answer into claims: {asked.error}",
+                usage=usage.as_dict(),
+            )
+        contexts = turn.context_texts
+        resolved = await asyncio.to_thread(
+            lambda: [
+                resolve_citations(
+                    claim,
+                    contexts,
+                    index_base=self.index_base,
+                    quote_style=self.quote_style,
+                    min_quote_words=self.min_quote_words,
+                )
+                for claim in claims
+            ]
+        )
+        audits = await asyncio.gather(
+            *(
+                self._audit(judge, claim, citation)
+                for claim, citations in zip(claims, resolved, strict=True)
+                for citation in citations
+            )
+        )
+        usage = sum((audit.usage for audit in audits if isinstance(audit, CitationVerdict)), usage)
+        usage = sum((a.usage for a in audits if isinstance(a, JudgeError)), usage)
+        return self._aggregate(judge, claims, resolved, list(audits), usage)
+
+    async def _audit(
+        self, judge: JudgeClient, claim: str, citation: Citation
+    ) -> CitationVerdict | JudgeError:
+        if citation.problem is not None:
+            return CitationVerdict(
+                verdict="not_supported",
+                supporting_phrase="",
+                missing=claim,
+                basis=f"The citation {citation.ref} could not be resolved ({citation.problem}).",
+                judge_verdict="not_supported",
+                phrase_in_span=False,
+                flags=(citation.problem,),
+                passes=0,
+            )
+        try:
+            return await audit_pair(
+                judge, claim, citation.span, stricter=self.stricter, attempts=self.max_retries
+            )
+        except JudgeError as error:
+            return error
+
+    def _aggregate(
+        self,
+        judge: JudgeClient,
+        claims: list[str],
+        resolved: list[list[Citation]],
+        audits: list[CitationVerdict | JudgeError],
+        usage: Usage,
+    ) -> Score:
+        pairs: list[dict[str, Any]] = []
+        claim_rows: list[dict[str, Any]] = []
+        errors: list[str] = []
+        results = iter(audits)
+        counts = dict.fromkeys(VERDICT_ORDER, 0)
+        for index, (claim, citations) in enumerate(zip(claims, resolved, strict=True)):
+            best: str | None = None
+            for citation in citations:
+                audit = next(results)
+                row: dict[str, Any] = {
+                    "claim_index": index,
+                    "claim": claim,
+                    "citation": citation.ref,
+                    "kind": citation.kind,
+                    "context_index": citation.context_index,
+                    "span": citation.span[:SPAN_PREVIEW_CHARS],
+                }
+                if isinstance(audit, JudgeError):
+                    row.update(verdict=None, error=str(audit))
+                    errors.append(f"claim {index} {citation.ref}: {audit}")
+                else:
+                    row.update(audit.to_dict())
+                    if best is None or VERDICT_ORDER[audit.verdict] > VERDICT_ORDER[best]:
+                        best = audit.verdict
+                pairs.append(row)
+            if citations and best is not None:
+                counts[best] += 1
+            verdict = best if citations else "uncited"
+            if citations and best is None:
+                verdict = "error"
+            refs = [c.ref for c in citations]
+            claim_rows.append({"claim": claim, "citations": refs, "verdict": verdict})
+        n_claims = len(claims)
+        n_uncited = sum(1 for row in claim_rows if row["verdict"] == "uncited")
+        n_judged = sum(counts.values())
+        details: dict[str, Any] = {
+            "claims": claim_rows,
+            "pairs": pairs,
+            "n_claims": n_claims,
+            "n_cited": n_claims - n_uncited,
+            "n_uncited": n_uncited,
+            "uncited_share": n_uncited / n_claims if n_claims else None,
+            "fully_supported_share": counts["fully_supported"] / n_judged if n_judged else None,
+            "partial_share": counts["partially_supported"] / n_judged if n_judged else None,
+            "not_supported_share": counts["not_supported"] / n_judged if n_judged else None,
+            semconv.DETAIL_JUDGE_MODEL: judge.model,
+        }
+        if errors:
+            details["errors"] = errors
+        if n_judged == 0:
+            if errors:
+                return Score(
+                    name=self.name,
+                    value=math.nan,
+                    label="error",
+                    error="JudgeError: no citation could be audited (" + "; ".join(errors) + ")",
+                    details=details,
+                    usage=usage.as_dict(),
+                )
+            return Score(
+                name=self.name,
+                value=None,
+                label="no_citations",
+                explanation="No claim of the answer carries a citation.",
+                details=details,
+                usage=usage.as_dict(),
+            )
+        value = counts["fully_supported"] / n_judged
+        return Score(
+            name=self.name,
+            value=value,
+            label=_label(value),
+            explanation=(
+                f"{counts['fully_supported']} of {n_judged} cited claims fully supported, "
+                f"{counts['partially_supported']} partially, {counts['not_supported']} not; "
+                f"{n_uncited} of {n_claims} claims uncited."
+            ),
+            details=details,
+            usage=usage.as_dict(),
+        )
