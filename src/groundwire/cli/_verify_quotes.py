@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from groundwire.cli._app import app, console, err_console
@@ -76,7 +77,7 @@ def read_documents(paths: list[Path]) -> dict[str, str]:
 
 def _short(text: str) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= _SHORT else flat[: _SHORT - 1] + "…"
+    return escape(flat if len(flat) <= _SHORT else flat[: _SHORT - 1] + "…")
 
 
 def _number(value: float | None, digits: int = 2) -> str:
@@ -146,7 +147,9 @@ def verify_quotes_command(
         if csv is not None:
             write_stats_csv(rows, csv)
     except (InputError, ValueError, TypeError, ImportError, OSError) as error:
-        err_console.print(f"[red]error:[/red] {error}", highlight=False)
+        err_console.print(
+            f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(2) from None
     if as_json:
         for row in rows:
@@ -159,7 +162,7 @@ def verify_quotes_command(
             table.add_row(
                 str(index),
                 _short(row.quote),
-                row.source_doc or "-",
+                escape(row.source_doc or "-"),
                 _short(row.span_text) or "-",
                 _number(row.match_ratio),
                 _number(row.cosine_similarity),
@@ -175,4 +178,4 @@ def verify_quotes_command(
     )
     for path, what in ((xlsx, "Excel report"), (csv, "statistics CSV")):
         if path is not None:
-            err_console.print(f"wrote {what} {path}", highlight=False)
+            err_console.print(f"wrote {what} {path}", highlight=False, markup=False)

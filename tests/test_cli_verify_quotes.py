@@ -1,0 +1,178 @@
+"""`groundwire verify-quotes`: file formats, table output, reports, errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import openpyxl
+import pytest
+from typer.testing import CliRunner
+
+from groundwire.cli import app
+
+runner = CliRunner()
+
+DATA = Path(__file__).parent / "data" / "quotes"
+
+
+def test_lines_file_with_reports(tmp_path: Path) -> None:
+    """One quote per line, documents by stem; table on stdout, CSV and Excel written."""
+    xlsx, stats = tmp_path / "r.xlsx", tmp_path / "s.csv"
+    result = runner.invoke(
+        app,
+        [
+            "verify-quotes",
+            "--quotes",
+            str(DATA / "quotes.txt"),
+            "--docs",
+            str(DATA / "docs" / "speech.txt"),
+            str(DATA / "docs" / "report.md"),
+            "--xlsx",
+            str(xlsx),
+            "--csv",
+            str(stats),
+            "--no-cosine",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "4 quotes in 2 documents" in result.output
+    assert "speech" in result.output and "report" in result.output
+    assert "3 of 4 quotes verified" in result.output
+    assert openpyxl.load_workbook(xlsx)["quotes"].max_row == 5
+    with stats.open(newline="") as handle:
+        assert dict(list(csv.reader(handle))[1:])["n_quotes"] == "4"
+
+
+def test_json_list_and_directory_with_json_output(tmp_path: Path) -> None:
+    """A .json quotes file and a directory of documents; --json prints one row per quote."""
+    quotes = tmp_path / "q.json"
+    quotes.write_text(json.dumps(["we shall fight on the beaches", "never surender"]))
+    result = runner.invoke(
+        app,
+        [
+            "verify-quotes",
+            "--quotes",
+            str(quotes),
+            "--docs",
+            str(DATA / "docs"),
+            "--json",
+            "--no-cosine",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(chunk) for chunk in _json_chunks(result.stdout)]
+    assert [row["source_doc"] for row in rows] == ["speech", "speech"]
+    assert rows[1]["span_text"] == "never surrender"
+
+
+def _json_chunks(text: str) -> list[str]:
+    """Split pretty-printed JSON objects printed one after another."""
+    chunks, depth, current = [], 0, []
+    for line in text.splitlines():
+        if not current and not line.startswith("{"):
+            continue
+        current.append(line)
+        depth += line.count("{") - line.count("}")
+        if depth == 0:
+            chunks.append("\n".join(current))
+            current = []
+    return chunks
+
+
+def test_docs_option_can_repeat() -> None:
+    """--docs may be repeated as well as followed by several paths."""
+    result = runner.invoke(
+        app,
+        [
+            "verify-quotes",
+            "--quotes",
+            str(DATA / "quotes.txt"),
+            "--docs",
+            str(DATA / "docs" / "speech.txt"),
+            "--docs",
+            str(DATA / "docs" / "report.md"),
+            "--no-cosine",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "4 quotes in 2 documents" in result.output
+
+
+@pytest.mark.parametrize(
+    ("quotes_text", "name", "message"),
+    [
+        ("{not json", "q.json", "not valid JSON"),
+        ('{"a": 1}', "q.json", "expected a JSON list of strings, got dict"),
+        ('["ok", 3]', "q.json", "item 1 must be a non-empty string"),
+    ],
+)
+def test_bad_quotes_file_is_reported(
+    tmp_path: Path, quotes_text: str, name: str, message: str
+) -> None:
+    """A malformed quotes file exits 2 with a message naming the file and the problem."""
+    quotes = tmp_path / name
+    quotes.write_text(quotes_text)
+    result = runner.invoke(
+        app, ["verify-quotes", "--quotes", str(quotes), "--docs", str(DATA / "docs")]
+    )
+    assert result.exit_code == 2
+    assert message in result.output and name in result.output
+
+
+def test_missing_document_and_duplicate_names_are_reported(tmp_path: Path) -> None:
+    """A missing path or two documents with one stem exit 2 naming the files."""
+    missing = runner.invoke(
+        app, ["verify-quotes", "--quotes", str(DATA / "quotes.txt"), "--docs", "nope.txt"]
+    )
+    assert missing.exit_code == 2 and "document nope.txt does not exist" in missing.output
+    (tmp_path / "speech.md").write_text("other")
+    duplicate = runner.invoke(
+        app,
+        [
+            "verify-quotes",
+            "--quotes",
+            str(DATA / "quotes.txt"),
+            "--docs",
+            str(DATA / "docs" / "speech.txt"),
+            str(tmp_path / "speech.md"),
+        ],
+    )
+    assert duplicate.exit_code == 2 and "have the same name" in duplicate.output
+
+
+def test_bad_option_value_is_reported() -> None:
+    """An invalid matching option exits 2 with the library's message."""
+    result = runner.invoke(
+        app,
+        [
+            "verify-quotes",
+            "--quotes",
+            str(DATA / "quotes.txt"),
+            "--docs",
+            str(DATA / "docs"),
+            "--trim-method",
+            "magic",
+        ],
+    )
+    assert result.exit_code == 2 and "trim_method must be one of" in result.output
+
+
+def test_help_documents_the_formats() -> None:
+    """--help explains the options."""
+    result = runner.invoke(app, ["verify-quotes", "--help"])
+    assert result.exit_code == 0
+    assert "--quotes" in result.output and "--xlsx" in result.output
+
+
+def test_brackets_in_quotes_are_printed_literally(tmp_path: Path) -> None:
+    """Quote text that looks like rich markup is shown as is, not swallowed."""
+    quotes = tmp_path / "q.txt"
+    quotes.write_text("[bold]we shall fight[/bold] on the beaches\n")
+    result = runner.invoke(
+        app,
+        ["verify-quotes", "--quotes", str(quotes), "--docs", str(DATA / "docs"), "--no-cosine"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "[bold]" in result.output and "[/bold]" in result.output
