@@ -6,7 +6,7 @@ a tracer provider by hand (`provider.add_span_processor(EvaluationSpanProcessor(
 
 from __future__ import annotations
 
-from groundwire.runner._background import BackgroundRunner
+from groundwire.runner._background import BackgroundRunner, InlineResult
 from groundwire.runner._budget import TokenBudget
 from groundwire.runner._config import RunnerConfig, TurnFilter
 from groundwire.runner._inline import write_scores
@@ -17,6 +17,7 @@ from groundwire.runner._stats import RunnerStats
 __all__ = [
     "BackgroundRunner",
     "EvaluationSpanProcessor",
+    "InlineResult",
     "RunnerConfig",
     "RunnerStats",
     "TokenBudget",

@@ -15,7 +15,6 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import cast
@@ -38,12 +37,27 @@ from groundwire.runner._config import RunnerConfig
 from groundwire.runner._sampling import trace_sampled
 from groundwire.runner._stats import RunnerStats, TurnCounters
 
-__all__ = ["BackgroundRunner"]
+__all__ = ["BackgroundRunner", "InlineResult"]
 
 logger = logging.getLogger("groundwire.runner")
 
 _DROP_LOG_INTERVAL_S = 10.0
+_IDLE_WAKE_S = 1.0
 _MAX_ABANDONED_PER_WORKER = 4
+
+
+@dataclass(frozen=True, slots=True)
+class InlineResult:
+    """What inline evaluation did for a turn, handed to the runner to count and to finish."""
+
+    outcomes: tuple[EvaluationOutcome, ...] = ()
+    sampled_out: tuple[str, ...] = ()
+    """Inline evaluators left out by their per-evaluator rate."""
+
+    @property
+    def scores(self) -> tuple[Score, ...]:
+        """The inline scores."""
+        return tuple(outcome.score for outcome in self.outcomes)
 
 
 @dataclass(eq=False, slots=True)
@@ -51,7 +65,7 @@ class _Job:
     """One turn's background work and what came of it so far."""
 
     turn: RagTurn
-    inline: Sequence[Score]
+    inline: InlineResult
     pending: set[str]
     """Background evaluators with no outcome yet (counted as dropped if the job is dropped)."""
     planned: bool = False
@@ -75,6 +89,9 @@ class _Slot:
     abandoned: bool = False
 
 
+_NO_INLINE = InlineResult()
+
+
 def _suppress() -> object:
     return attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
 
@@ -90,6 +107,8 @@ class BackgroundRunner:
         background = config.background_evaluators
         self._sync = [e for e in background if not is_async_evaluator(e)]
         self._async = [e for e in background if is_async_evaluator(e)]
+        self._background_names = tuple(e.name for e in background)
+        self._all_names = tuple(e.name for e in config.evaluators)
         if budget is None and config.judge_token_budget is not None:
             budget = TokenBudget(config.judge_token_budget)
         self._budget = budget
@@ -107,10 +126,12 @@ class BackgroundRunner:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._last_drop_log = 0.0
+        self._deferred: dict[str, int] = {}
+        """Turns sampled out or dropped on the app's thread, counted in metrics by a worker."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
         emitter.metrics.watch_queue(self.queue_size)
-        for _ in range(config.workers if self._sync or self._async else 0):
+        for _ in range(config.workers):
             self._start_worker()
         if self._sync and self._timeout is not None:
             self._spawn(self._watchdog, "groundwire-watchdog")
@@ -125,10 +146,11 @@ class BackgroundRunner:
         """True when the turn's trace is inside the sample rate (cheap; deterministic)."""
         return trace_sampled(turn.trace_id, self.config.sample_rate)
 
-    def submit(self, turn: RagTurn, inline: Sequence[Score] | None = None) -> bool:
-        """Take a completed turn (with any scores computed inline); never blocks or raises.
+    def submit(self, turn: RagTurn, inline: InlineResult | None = None) -> bool:
+        """Take a completed turn (and what inline evaluation did); never blocks or raises.
 
-        Returns True when the turn was queued for background evaluation.
+        Returns True when the turn was queued. The app's thread only samples, appends and
+        notifies: metric points for sampled-out and dropped turns are added by a worker.
         """
         try:
             return self._submit(turn, inline)
@@ -136,34 +158,52 @@ class BackgroundRunner:
             logger.exception("could not submit a turn for evaluation")
             return False
 
-    def _submit(self, turn: RagTurn, inline: Sequence[Score] | None) -> bool:
+    def _submit(self, turn: RagTurn, inline: InlineResult | None) -> bool:
         if not self.selects(turn):
             with self._cond:
                 self._counters.submitted += 1
                 self._counters.sampled_out += 1
-            for evaluator in self.config.evaluators:
-                self._emitter.record_outcome(evaluator.name, semconv.OUTCOME_SAMPLED_OUT)
+                self._defer(semconv.OUTCOME_SAMPLED_OUT)
             return False
-        inline = tuple(inline or ())
-        if not (self._sync or self._async):
+        inline = inline or _NO_INLINE
+        if not (self._sync or self._async or inline.outcomes or inline.sampled_out):
             with self._cond:
                 self._counters.submitted += 1
-                self._counters.add(self._turn_outcome(inline, ran=0, failed=False))
+                self._counters.sampled_out += 1
             return False
-        job = _Job(turn, inline, {e.name for e in self._sync + self._async})
+        job = _Job(turn, inline, set(self._background_names))
         with self._cond:
             self._counters.submitted += 1
             full = self._closing or len(self._queue) >= self.config.max_queue_size
             if full:
                 self._counters.dropped += 1
+                self._defer(semconv.OUTCOME_DROPPED)
             else:
                 self._queue.append(job)
                 self._in_flight += 1
                 self._cond.notify()
         if full:
-            self._count_dropped(job.pending)
+            self._record_inline(inline)
             self._log_drop()
         return not full
+
+    def _defer(self, outcome: str) -> None:
+        """Count a turn's evaluations as `outcome` later, off the app's thread (lock held)."""
+        self._deferred[outcome] = self._deferred.get(outcome, 0) + 1
+
+    def _flush_deferred(self) -> None:
+        with self._cond:
+            deferred, self._deferred = self._deferred, {}
+        for outcome, turns in deferred.items():
+            names = self._all_names if outcome == semconv.OUTCOME_SAMPLED_OUT else None
+            for name in names or self._background_names:
+                self._emitter.record_outcome(name, outcome, turns)
+
+    def _record_inline(self, inline: InlineResult) -> None:
+        for outcome in inline.outcomes:
+            self._emitter.record(outcome.score, outcome.duration_s)
+        for name in inline.sampled_out:
+            self._emitter.record_outcome(name, semconv.OUTCOME_SAMPLED_OUT)
 
     def _count_dropped(self, names: set[str]) -> None:
         for name in names:
@@ -196,18 +236,25 @@ class BackgroundRunner:
         while True:
             with self._cond:
                 while not self._queue and not self._stopping:
-                    self._cond.wait()
+                    if self._deferred:
+                        break
+                    self._cond.wait(_IDLE_WAKE_S)
                 if self._stopping:
                     return
-                job = self._queue.popleft()
-                self._active.add(job)
-            if not self._process(job, worker_id):
+                job = self._queue.popleft() if self._queue else None
+                if job is not None:
+                    self._active.add(job)
+            if self._deferred:
+                self._flush_deferred()
+            if job is not None and not self._process(job, worker_id):
                 with self._cond:
                     self._abandoned -= 1
                 return
 
     def _process(self, job: _Job, worker_id: int) -> bool:
         """Run the job's sync evaluators; False when this thread was abandoned mid-call."""
+        if not job.planned:
+            self._record_inline(job.inline)
         if not job.planned and not self._plan(job):
             self._finish(job)
             return True
@@ -244,7 +291,8 @@ class BackgroundRunner:
             except Exception as error:
                 logger.warning("turn_filter raised %s: %s", type(error).__name__, error)
                 job.failed = True
-                self._count_dropped(job.pending)
+                for name in job.pending:
+                    self._emitter.record_outcome(name, semconv.OUTCOME_ERROR)
                 job.pending.clear()
                 return False
             if not keep:
@@ -346,11 +394,10 @@ class BackgroundRunner:
     # --- outcomes --------------------------------------------------------------------------------
 
     @staticmethod
-    def _turn_outcome(inline: Sequence[Score], ran: int, failed: bool) -> str:
-        failed = failed or any(not score.ok for score in inline)
-        if failed:
+    def _turn_outcome(inline: InlineResult, ran: int, failed: bool) -> str:
+        if failed or any(not outcome.score.ok for outcome in inline.outcomes):
             return "errored"
-        return "scored" if ran or inline else "sampled_out"
+        return "scored" if ran or inline.outcomes else "sampled_out"
 
     def _finish(self, job: _Job, *, dropped: bool = False) -> None:
         with self._cond:
@@ -386,6 +433,7 @@ class BackgroundRunner:
     def force_flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until every queued turn is finished; False when the deadline came first."""
         deadline = time.monotonic() + timeout_s
+        self._flush_deferred()
         with self._cond:
             while self._in_flight:
                 remaining = deadline - time.monotonic()
@@ -408,6 +456,7 @@ class BackgroundRunner:
             self._cond.notify_all()
         for job in leftovers:
             self._finish(job, dropped=True)
+        self._flush_deferred()
         if leftovers:
             logger.warning("shutdown deadline passed: %d turns counted as dropped", len(leftovers))
         self._stop.set()

@@ -17,12 +17,12 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from groundwire import semconv
-from groundwire._evaluator import Evaluator, run_evaluator
-from groundwire._types import RagTurn, Score
+from groundwire._evaluator import EvaluationOutcome, Evaluator, run_evaluator
+from groundwire._types import RagTurn
 from groundwire.assembly import SpanRecord, TurnAssembler
 from groundwire.capture import LIVE_CONTENT
 from groundwire.emit import Emitter
-from groundwire.runner._background import BackgroundRunner
+from groundwire.runner._background import BackgroundRunner, InlineResult
 from groundwire.runner._inline import write_scores
 from groundwire.runner._sampling import trace_sampled
 
@@ -51,7 +51,7 @@ class EvaluationSpanProcessor(SpanProcessor):
         )
         self._lock = threading.Lock()
         self._inline = cast(tuple[Evaluator, ...], runner.config.inline_evaluators)
-        self._inline_scores: OrderedDict[str, tuple[tuple[Score, ...], bool]] = OrderedDict()
+        self._inline_scores: OrderedDict[str, tuple[InlineResult, bool]] = OrderedDict()
         self.shutdown_timeout_s = shutdown_timeout_s
         self._closed = False
 
@@ -77,31 +77,33 @@ class EvaluationSpanProcessor(SpanProcessor):
         turn = self._assembler.turn_for(record)
         if turn is None or not self.runner.selects(turn):
             return
-        scores = self._run_inline(turn)
-        written = write_scores(span, scores) if scores else True
+        result = self._run_inline(turn)
+        if result is None:
+            return
+        written = write_scores(span, result.scores)
         with self._lock:
-            self._inline_scores[record.span_id] = (scores, written)
+            self._inline_scores[record.span_id] = (result, written)
             while len(self._inline_scores) > _MAX_PENDING_INLINE:
                 self._inline_scores.popitem(last=False)
 
-    def _run_inline(self, turn: RagTurn) -> tuple[Score, ...]:
+    def _run_inline(self, turn: RagTurn) -> InlineResult | None:
+        """Run the inline evaluators (metrics are recorded later, by a worker)."""
         config = self.runner.config
         if config.turn_filter is not None:
             try:
                 if not config.turn_filter(turn):
-                    return ()
+                    return None
             except Exception as error:
                 logger.warning("turn_filter raised %s: %s", type(error).__name__, error)
-                return ()
-        scores: list[Score] = []
+                return None
+        outcomes: list[EvaluationOutcome] = []
+        sampled_out: list[str] = []
         for evaluator in self._inline:
-            if not trace_sampled(turn.trace_id, config.rate_for(evaluator.name)):
-                self._emitter.record_outcome(evaluator.name, semconv.OUTCOME_SAMPLED_OUT)
-                continue
-            outcome = run_evaluator(evaluator, turn)
-            self._emitter.record(outcome.score, outcome.duration_s)
-            scores.append(outcome.score)
-        return tuple(scores)
+            if trace_sampled(turn.trace_id, config.rate_for(evaluator.name)):
+                outcomes.append(run_evaluator(evaluator, turn))
+            else:
+                sampled_out.append(evaluator.name)
+        return InlineResult(tuple(outcomes), tuple(sampled_out))
 
     def on_end(self, span: ReadableSpan) -> None:
         """Assemble; submit each completed turn to the background runner; never raises."""
@@ -115,14 +117,13 @@ class EvaluationSpanProcessor(SpanProcessor):
             with self._lock:
                 inline = [self._inline_scores.pop(t.span_id or "", None) for t in turns]
             for turn, kept in zip(turns, inline, strict=True):
-                scores: tuple[Score, ...] | None = None
+                result: InlineResult | None = None
                 if kept is not None:
-                    scores, written = kept
+                    result, written = kept
                     if not written and turn.trace_id and turn.span_id:
-                        self._emitter.emit_span(
-                            (turn.trace_id, turn.span_id), scores, mode="inline"
-                        )
-                self.runner.submit(turn, scores)
+                        target = (turn.trace_id, turn.span_id)
+                        self._emitter.emit_span(target, result.scores, mode="inline")
+                self.runner.submit(turn, result)
         except Exception:
             logger.exception("could not assemble turns from an ended span")
 

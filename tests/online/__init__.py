@@ -1,0 +1,1 @@
+"""Online evaluation: runner, span processor, emitter, exporters, configure() and the wire."""
