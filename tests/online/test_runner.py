@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 import tracemalloc
-import secrets
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -19,8 +19,8 @@ from groundwire.runner import BackgroundRunner, RunnerConfig, TokenBudget
 from .conftest import (
     AnswerLength,
     Gate,
-    HasContext,
     Hangs,
+    HasContext,
     Judge,
     Raises,
     Telemetry,
