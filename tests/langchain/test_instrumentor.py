@@ -108,6 +108,27 @@ def test_unknown_option_is_an_error() -> None:
     assert not instrumentor.is_instrumented_by_opentelemetry
 
 
+def test_switch_of_the_wrong_type_is_an_error() -> None:
+    """A privacy switch given as a string (truthy or not) is refused, naming the switch."""
+    with pytest.raises(TypeError, match="hide_outputs"):
+        GroundwireCallbackHandler(hide_outputs="no")  # type: ignore[arg-type]
+    instrumentor = LangChainInstrumentor()
+    with pytest.raises(TypeError, match="hide_inputs"):
+        instrumentor.instrument(hide_inputs="yes")
+    assert not instrumentor.is_instrumented_by_opentelemetry
+
+
+def test_loading_the_entry_point_does_not_import_langchain() -> None:
+    """Loading the instrumentor (as opentelemetry-instrument does for every app) stays cheap."""
+    code = (
+        "import sys, groundwire_langchain\n"
+        "assert 'langchain_core' not in sys.modules, 'langchain_core imported'\n"
+        "groundwire_langchain.GroundwireCallbackHandler\n"
+        "assert 'langchain_core' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 def test_meter_provider_is_accepted(exporter: InMemorySpanExporter) -> None:
     """`meter_provider` is part of the BaseInstrumentor contract and is accepted."""
     provider, spans = _provider()

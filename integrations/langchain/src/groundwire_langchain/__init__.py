@@ -13,8 +13,21 @@ matching keyword arguments. See docs/langchain.md for the spans and attributes w
 
 from __future__ import annotations
 
-from groundwire_langchain._handler import GroundwireCallbackHandler
+from typing import TYPE_CHECKING, Any
+
 from groundwire_langchain._instrumentor import LangChainInstrumentor
 from groundwire_langchain.version import __version__
 
+if TYPE_CHECKING:
+    from groundwire_langchain._handler import GroundwireCallbackHandler
+
 __all__ = ["GroundwireCallbackHandler", "LangChainInstrumentor", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the callback handler (and with it LangChain) only when it is asked for."""
+    if name == "GroundwireCallbackHandler":
+        from groundwire_langchain._handler import GroundwireCallbackHandler
+
+        return GroundwireCallbackHandler
+    raise AttributeError(f"module 'groundwire_langchain' has no attribute {name!r}")

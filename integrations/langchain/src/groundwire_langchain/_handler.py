@@ -83,6 +83,14 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         max_value_length: int | None = None,
     ) -> None:
         super().__init__()
+        switches = {
+            "hide_inputs": hide_inputs,
+            "hide_outputs": hide_outputs,
+            "hide_document_text": hide_document_text,
+        }
+        for option, value in switches.items():
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"{option} must be True, False or None, got {value!r}")
         self.config = CaptureConfig.from_env(
             hide_inputs=hide_inputs,
             hide_outputs=hide_outputs,

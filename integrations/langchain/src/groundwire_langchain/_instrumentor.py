@@ -12,14 +12,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection
 from contextvars import ContextVar
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
     BaseInstrumentor,
 )
 
-from groundwire_langchain._handler import GroundwireCallbackHandler
 from groundwire_langchain.package import _instruments
+
+if TYPE_CHECKING:
+    from groundwire_langchain._handler import GroundwireCallbackHandler
 
 __all__ = ["LangChainInstrumentor"]
 
@@ -31,9 +33,12 @@ _OPTIONS = frozenset(
         "hide_outputs",
         "hide_document_text",
         "max_value_length",
+        "logger_provider",
+        "event_logger_provider",
     }
 )
-"""Keyword arguments `instrument()` understands."""
+"""Keyword arguments `instrument()` understands (the last two are accepted and unused, as
+OpenTelemetry's auto-instrumentation may pass them)."""
 
 
 class _ActiveHandler:
@@ -68,6 +73,8 @@ def _register_hook() -> None:
             return
         from langchain_core.tracers.context import register_configure_hook
 
+        from groundwire_langchain._handler import GroundwireCallbackHandler
+
         # With `handle_class` set, LangChain adds the handler only to managers that have no
         # GroundwireCallbackHandler yet: one passed explicitly in `callbacks=` wins, no duplicates.
         register_configure_hook(
@@ -97,6 +104,10 @@ class LangChainInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 f"LangChainInstrumentor.instrument() got unknown option(s) {sorted(unknown)}; "
                 f"expected some of {sorted(_OPTIONS)}"
             )
+        # LangChain is imported only now: loading the entry point must stay cheap for apps that
+        # have groundwire-langchain installed but never use LangChain.
+        from groundwire_langchain._handler import GroundwireCallbackHandler
+
         # meter_provider is accepted for the BaseInstrumentor contract; no metrics are recorded.
         handler = GroundwireCallbackHandler(
             kwargs.get("tracer_provider"),
