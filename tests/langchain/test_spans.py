@@ -1,9 +1,11 @@
-"""One sync RAG turn: the exact spans, names, parentage and attribute sets we write."""
+"""One RAG turn: the exact spans, names, parentage and attribute sets we write."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
@@ -167,19 +169,36 @@ def test_intermediate_values_are_text_or_json(
     assert parser["output.value"] == ANSWER
 
 
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "batch"])
 def test_application_span_is_the_roots_parent(
+    mode: str,
     instrumentor: LangChainInstrumentor,
     exporter: InMemorySpanExporter,
     provider: TracerProvider,
 ) -> None:
-    """The OTel span current when the chain is invoked becomes the root run's parent."""
+    """The OTel span current when the chain is called becomes each root run's parent."""
     tracer = provider.get_tracer("app")
-    with tracer.start_as_current_span("handle request") as request:
-        rag_chain().invoke(QUESTION)
+    chain = rag_chain()
+
+    async def ask() -> None:
+        with tracer.start_as_current_span("handle request"):
+            await chain.ainvoke(QUESTION)
+
+    if mode == "ainvoke":
+        asyncio.run(ask())
+    else:
+        with tracer.start_as_current_span("handle request"):
+            if mode == "invoke":
+                chain.invoke(QUESTION)
+            else:
+                chain.batch([QUESTION, QUESTION])
     spans = exporter.get_finished_spans()
     (app_span,) = roots(spans)
-    assert app_span.context.span_id == request.get_span_context().span_id
-    chain_root = [span for span in spans if span.parent == app_span.context]
-    assert [span.name for span in chain_root] == ["RunnableSequence"]
-    assert chain_root[0].attributes["groundwire.framework"] == "langchain"
+    assert app_span.name == "handle request"
+    chain_roots = [span for span in spans if span.parent == app_span.context]
+    assert [span.name for span in chain_roots] == ["RunnableSequence"] * (
+        2 if mode == "batch" else 1
+    )
+    assert all(span.attributes["groundwire.framework"] == "langchain" for span in chain_roots)
     assert {span.context.trace_id for span in spans} == {app_span.context.trace_id}
+    assert len(spans) == 1 + 9 * len(chain_roots)
