@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from llama_index.core import Document, Settings, VectorStoreIndex
+from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.llms import MockLLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
 from opentelemetry.sdk.resources import Resource
@@ -45,7 +46,11 @@ class KeywordReranker(BaseNodePostprocessor):
         )
         words = set(query.lower().strip("?").split())
         ranked = sorted(
-            nodes, key=lambda n: -len(words & set(n.node.get_content().lower().rstrip(".").split()))
+            nodes,
+            key=lambda n: (
+                -len(words & set(n.node.get_content().lower().rstrip(".").split())),
+                n.node.get_content(),
+            ),
         )
         result = [
             NodeWithScore(node=n.node, score=float(len(ranked) - i))
@@ -55,13 +60,24 @@ class KeywordReranker(BaseNodePostprocessor):
         return result
 
 
-@pytest.fixture(scope="module")
-def index() -> VectorStoreIndex:
+def build_index() -> VectorStoreIndex:
     """A vector index over the corpus with llama-index-core's mock embedding."""
     return VectorStoreIndex.from_documents(
         [Document(text=text, id_=f"doc-{i}") for i, text in enumerate(CORPUS)],
         embed_model=MockEmbedding(embed_dim=8),
     )
+
+
+def engine(index: VectorStoreIndex, **kwargs: Any) -> BaseQueryEngine:
+    """A query engine over `index` answering with llama-index-core's mock LLM."""
+    Settings.embed_model = MockEmbedding(embed_dim=8)
+    return index.as_query_engine(llm=MockLLM(max_tokens=6), similarity_top_k=3, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def index() -> VectorStoreIndex:
+    """The app's index, built once per module."""
+    return build_index()
 
 
 @pytest.fixture
@@ -78,11 +94,6 @@ def exporter() -> Iterator[InMemorySpanExporter]:
         instrumentor.uninstrument()
 
 
-def _engine(index: VectorStoreIndex, **kwargs: object) -> RetrieverQueryEngine:
-    Settings.embed_model = MockEmbedding(embed_dim=8)
-    return index.as_query_engine(llm=MockLLM(max_tokens=6), similarity_top_k=3, **kwargs)
-
-
 def _root_span_id(exporter: InMemorySpanExporter) -> str:
     (root,) = [s for s in exporter.get_finished_spans() if s.parent is None]
     assert root.context is not None
@@ -93,7 +104,7 @@ def test_query_engine_gives_one_turn(
     index: VectorStoreIndex, exporter: InMemorySpanExporter
 ) -> None:
     """The engine's public query span is the root; contexts are the retrieved nodes with ids."""
-    response = _engine(index).query(QUESTION)
+    response = engine(index).query(QUESTION)
     (turn,) = turns_from_spans(exporter.get_finished_spans())
     assert turn.query == QUESTION
     assert turn.answer == str(response)
@@ -112,7 +123,7 @@ def test_reranker_output_is_what_the_model_saw(
     index: VectorStoreIndex, exporter: InMemorySpanExporter
 ) -> None:
     """With a reranking postprocessor the contexts are its output list, in its order."""
-    _engine(index, node_postprocessors=[KeywordReranker(top_n=2)]).query(QUESTION)
+    engine(index, node_postprocessors=[KeywordReranker(top_n=2)]).query(QUESTION)
     (turn,) = turns_from_spans(exporter.get_finished_spans())
     assert turn.context_texts[0] == CORPUS[2]
     assert len(turn.contexts) == 2
@@ -134,7 +145,7 @@ def test_aquery_gives_the_same_turn(
     index: VectorStoreIndex, exporter: InMemorySpanExporter
 ) -> None:
     """The async query path assembles like the sync one."""
-    response = asyncio.run(_engine(index).aquery(QUESTION))
+    response = asyncio.run(engine(index).aquery(QUESTION))
     (turn,) = turns_from_spans(exporter.get_finished_spans())
     assert (turn.query, turn.answer) == (QUESTION, str(response))
     assert len(turn.contexts) == 3
@@ -144,7 +155,7 @@ def test_streaming_query_gives_the_full_answer(
     index: VectorStoreIndex, exporter: InMemorySpanExporter
 ) -> None:
     """A streamed response (root output `<generator object>`) takes the model span's answer."""
-    response = _engine(index, streaming=True).query(QUESTION)
+    response = engine(index, streaming=True).query(QUESTION)
     "".join(response.response_gen)  # type: ignore[union-attr]
     spans = exporter.get_finished_spans()
     (root,) = [s for s in spans if s.parent is None]
@@ -159,7 +170,7 @@ def test_live_assembler_matches_offline(
     index: VectorStoreIndex, exporter: InMemorySpanExporter
 ) -> None:
     """Spans fed in end order to a TurnAssembler give the offline turn when the root ends."""
-    _engine(index).query(QUESTION)
+    engine(index).query(QUESTION)
     spans = exporter.get_finished_spans()
     assembler = TurnAssembler()
     live = [turn for span in spans for turn in assembler.add(SpanRecord.from_readable(span))]

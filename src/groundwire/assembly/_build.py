@@ -108,10 +108,9 @@ def _replay(steps: list[tuple[SpanRecord, list[Context]]], reader: SpanReader) -
         if reader.kind(record) != KIND_RERANKER:
             current.extend(documents)
             continue
-        inputs = reader.documents(record, semconv.RERANKER_INPUT_DOCUMENTS_PREFIX)
-        if inputs:
-            ids = {doc.id for doc in inputs if doc.id is not None}
-            texts = {doc.text for doc in inputs}
+        inputs = reader.reranker_inputs(record)
+        if inputs is not None:
+            ids, texts = inputs
             current = [doc for doc in current if doc.id not in ids and doc.text not in texts]
             current.extend(documents)
         else:

@@ -195,6 +195,25 @@ class SpanReader:
             return _gen_ai_documents(record)
         return None
 
+    def reranker_inputs(self, record: SpanRecord) -> tuple[set[str], set[str]] | None:
+        """Ids and texts of the documents a reranker was given; None when it recorded none.
+
+        Ids are read even when the text was hidden, so a reranking can still be matched.
+        """
+        start = semconv.RERANKER_INPUT_DOCUMENTS_PREFIX + "."
+        ids: set[str] = set()
+        texts: set[str] = set()
+        found = False
+        for key, value in record.attributes.items():
+            if not key.startswith(start):
+                continue
+            found = True
+            if key.endswith("." + semconv.DOCUMENT_ID) and isinstance(value, str | int):
+                ids.add(str(value))
+            elif key.endswith("." + semconv.DOCUMENT_CONTENT) and isinstance(value, str):
+                texts.add(value)
+        return (ids, texts) if found else None
+
     def model(self, record: SpanRecord) -> str | None:
         """The model name an LLM span recorded, if any."""
         return _first_string(record, _MODEL_KEYS)
