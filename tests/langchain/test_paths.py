@@ -290,3 +290,31 @@ def test_text_completion_model(
     assert attributes.pop("output.mime_type") == "text/plain"
     assert attributes.pop("llm.provider") == attributes.pop("gen_ai.provider.name")
     assert attributes == {}
+
+
+def test_unwritable_value_loses_only_itself(
+    instrumentor: LangChainInstrumentor, exporter: InMemorySpanExporter
+) -> None:
+    """A value JSON cannot encode (a cycle) is left off; the span keeps the rest and its error."""
+
+    def cyclic(question: str) -> dict[str, object]:
+        value: dict[str, object] = {"question": question}
+        value["self"] = value
+        return value
+
+    def fail(value: object) -> str:
+        raise RuntimeError("cannot answer")
+
+    RunnableLambda(cyclic, name="cyclic").invoke(QUESTION)
+    with pytest.raises(RuntimeError):
+        RunnableLambda(fail, name="fail").invoke(cyclic(QUESTION))
+    ok, failed = exporter.get_finished_spans()
+    assert dict(ok.attributes) == {
+        "openinference.span.kind": "CHAIN",
+        "groundwire.framework": "langchain",
+        "input.value": QUESTION,
+        "input.mime_type": "text/plain",
+    }
+    assert ok.status.status_code is StatusCode.UNSET
+    assert "input.value" not in failed.attributes
+    _assert_failed(failed, RuntimeError, "cannot answer")

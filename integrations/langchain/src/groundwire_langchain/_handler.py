@@ -375,18 +375,17 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
                 attributes: _Attributes = {}
                 if run.kind == semconv.SPAN_KIND_RETRIEVER:
                     self._retrieval(span, run, inputs, documents, attributes)
-                elif run.kind == semconv.SPAN_KIND_LLM:
-                    if isinstance(outputs, LLMResult):
+                else:
+                    if run.kind == semconv.SPAN_KIND_LLM and isinstance(outputs, LLMResult):
                         _collect(attributes, response_attributes(outputs))
                         outputs = llm_output_value(outputs)
                     self._values(span, inputs, outputs, attributes)
-                else:
-                    self._values(span, inputs, outputs, attributes)
                 span.set_attributes(attributes)
-                if error is not None:
-                    _record_error(span, error)
         except Exception:
-            logger.debug("could not record run %r on its span", run.name, exc_info=True)
+            logger.debug("could not record the values of run %r", run.name, exc_info=True)
+        try:
+            if error is not None and span.is_recording():
+                _record_error(span, error)
         finally:
             span.end()
 
@@ -396,15 +395,19 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         live = self._lossy and LIVE_CONTENT.enabled
         input_text = output_text = None
         if inputs is not None and (live or not config.hide_inputs):
-            input_text, mime = to_text(inputs)
-            if not config.hide_inputs:
-                attributes[semconv.INPUT_VALUE] = config.text(input_text)
-                attributes[semconv.INPUT_MIME_TYPE] = mime
+            converted = _text(inputs)
+            if converted is not None:
+                input_text, mime = converted
+                if not config.hide_inputs:
+                    attributes[semconv.INPUT_VALUE] = config.text(input_text)
+                    attributes[semconv.INPUT_MIME_TYPE] = mime
         if outputs is not None and (live or not config.hide_outputs):
-            output_text, mime = to_text(outputs)
-            if not config.hide_outputs:
-                attributes[semconv.OUTPUT_VALUE] = config.text(output_text)
-                attributes[semconv.OUTPUT_MIME_TYPE] = mime
+            converted = _text(outputs)
+            if converted is not None:
+                output_text, mime = converted
+                if not config.hide_outputs:
+                    attributes[semconv.OUTPUT_VALUE] = config.text(output_text)
+                    attributes[semconv.OUTPUT_MIME_TYPE] = mime
         if live:
             _keep_live(span, LiveContent(input=input_text, output=output_text))
 
@@ -426,6 +429,15 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
             attributes.pop(semconv.GEN_AI_RETRIEVAL_DOCUMENTS, None)
         if self._lossy and LIVE_CONTENT.enabled:
             _keep_live(span, LiveContent(input=text, documents=tuple(contexts)))
+
+
+def _text(value: Any) -> tuple[str, str] | None:
+    """`to_text`, or None when the value cannot be written (only that value is lost)."""
+    try:
+        return to_text(value)
+    except Exception:
+        logger.debug("could not write a %s value", type(value).__name__, exc_info=True)
+        return None
 
 
 def _keep_live(span: Span, content: LiveContent) -> None:
