@@ -188,3 +188,16 @@ def test_openai_model_from_environment_counts_tokens(
     assert score.details["labels"] == [1.0, 1.0, 1.0]
     assert score.usage == {"input": 33, "output": 9}
     assert openai_server.request_count == 3
+
+
+def test_reference_style_callable_and_llamaindex_llm_as_generators(turns: list[RagTurn]) -> None:
+    """A plain `text_generator` callable and a LlamaIndex MockLLM both work as ERAG generators."""
+    from llama_index.core.llms import MockLLM
+
+    def echo(inputs: dict[str, list[str]]) -> dict[str, str]:
+        return {query: documents[0] for query, documents in inputs.items()}
+
+    by_callable = groundwire.evaluate(turns[0], [ERAG(echo)])["erag"]
+    by_llamaindex = groundwire.evaluate(turns[0], [ERAG(MockLLM())])["erag"]
+    assert by_callable.details["labels"] == [1.0, 0.0, 0.0]
+    assert by_llamaindex.details["labels"] == [1.0, 0.0, 0.0]  # MockLLM echoes the prompt
