@@ -202,3 +202,24 @@ def test_application_span_is_the_roots_parent(
     assert all(span.attributes["groundwire.framework"] == "langchain" for span in chain_roots)
     assert {span.context.trace_id for span in spans} == {app_span.context.trace_id}
     assert len(spans) == 1 + 9 * len(chain_roots)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"metadata": {"session_id": "s-1", "user_id": "u-9"}},
+        {"metadata": {"thread_id": "s-1", "user_id": "u-9"}},
+    ],
+)
+def test_session_and_user_go_on_the_root(
+    config: dict[str, dict[str, str]],
+    instrumentor: LangChainInstrumentor,
+    exporter: InMemorySpanExporter,
+) -> None:
+    """Run metadata `session_id` (or `thread_id`) and `user_id` mark the root span only."""
+    rag_chain().invoke(QUESTION, config=config)  # type: ignore[arg-type]
+    spans = exporter.get_finished_spans()
+    (root,) = roots(spans)
+    assert root.attributes["session.id"] == "s-1"
+    assert root.attributes["user.id"] == "u-9"
+    assert all("session.id" not in span.attributes for span in spans if span is not root)

@@ -131,7 +131,7 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         """Open a CHAIN span named after the runnable."""
         name = _run_name(serialized, kwargs, "chain")
         attributes: _Attributes = {semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_CHAIN}
-        self._start(run_id, parent_run_id, name, name, attributes, inputs)
+        self._start(run_id, parent_run_id, name, name, attributes, inputs, metadata)
 
     def on_chain_end(
         self,
@@ -179,7 +179,8 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
             semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_RETRIEVAL,
             semconv.GEN_AI_DATA_SOURCE_ID: name,
         }
-        self._start(run_id, parent_run_id, retrieval_span_name(name), name, attributes, query)
+        span_name = retrieval_span_name(name)
+        self._start(run_id, parent_run_id, span_name, name, attributes, query, metadata)
 
     def on_retriever_end(
         self,
@@ -292,7 +293,7 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
             semconv.GEN_AI_TOOL_NAME: name,
         }
         span_name = f"{semconv.GEN_AI_OPERATION_EXECUTE_TOOL} {name}"
-        self._start(run_id, parent_run_id, span_name, name, attributes, input_str)
+        self._start(run_id, parent_run_id, span_name, name, attributes, input_str, metadata)
 
     def on_tool_end(
         self,
@@ -337,7 +338,7 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         attributes: _Attributes = {}
         _collect(attributes, request_attributes(operation, model, metadata))
         span_name = f"{operation} {model}" if model else name
-        self._start(run_id, parent_run_id, span_name, name, attributes, prompt)
+        self._start(run_id, parent_run_id, span_name, name, attributes, prompt, metadata)
 
     def _start(
         self,
@@ -347,11 +348,14 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         name: str,
         attributes: _Attributes,
         inputs: Any,
+        metadata: Mapping[str, Any] | None,
     ) -> None:
         """Open the run's span under its parent run's span, or under the current context."""
         parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
         if parent is None:
             attributes[semconv.GROUNDWIRE_FRAMEWORK] = FRAMEWORK
+            if metadata:
+                _collect(attributes, _session_attributes(metadata))
             span = self._tracer.start_span(span_name, attributes=attributes)
         else:
             context = trace.set_span_in_context(parent.span)
@@ -429,6 +433,22 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
             attributes.pop(semconv.GEN_AI_RETRIEVAL_DOCUMENTS, None)
         if self._lossy and LIVE_CONTENT.enabled:
             _keep_live(span, LiveContent(input=text, documents=tuple(contexts)))
+
+
+_SESSION_KEYS = ("session_id", "thread_id", "conversation_id")
+"""Run metadata keys that name the conversation, in order of preference."""
+
+
+def _session_attributes(metadata: Mapping[str, Any]) -> Iterator[Attribute]:
+    """`session.id` and `user.id` from the root run's metadata, as Phoenix groups sessions."""
+    for key in _SESSION_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+            yield semconv.SESSION_ID, str(value)
+            break
+    user = metadata.get("user_id")
+    if isinstance(user, str | int) and not isinstance(user, bool) and str(user):
+        yield semconv.USER_ID, str(user)
 
 
 def _text(value: Any) -> tuple[str, str] | None:
