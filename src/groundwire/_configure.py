@@ -198,7 +198,7 @@ class OnlineEvaluation:
     """The OTLP/JSON-lines file, when no OTLP endpoint was configured."""
     instrumented: list[str] = field(default_factory=list)
     """Names of the integrations `configure()` instrumented."""
-    _instrumentors: list[Any] = field(default_factory=list)
+    _instrumentors: list[tuple[str, Any]] = field(default_factory=list)
     _prometheus_server: Any = None
     _closed: bool = False
 
@@ -409,7 +409,7 @@ def _configure(
         owns_meter_provider=owns_meter,
         output_path=choice.path if (owns_tracer or owns_meter) else None,
         instrumented=[name for name, _ in instrumented],
-        _instrumentors=[instrumentor for _, instrumentor in instrumented],
+        _instrumentors=instrumented,
         _prometheus_server=prometheus_server,
     )
 
