@@ -1,0 +1,50 @@
+"""Offline re-scoring of recorded traces: readers, the `rescore` pipeline, output writers.
+
+```python
+from groundwire.offline import rescore
+
+summary = rescore(
+    ["traces.jsonl.gz"], ["quoted_spans", "quote_verification"], "scores.jsonl", workers=2
+)
+```
+
+Traces are read from OTLP/JSON lines (the Collector's file exporter, groundwire's own file),
+OTLP protobuf files or Jaeger JSON, reassembled into turns by the same assembler as live spans,
+scored, and written as .jsonl, .csv, .xlsx, .parquet or a self-contained .html report; optionally
+sent back as evaluation spans under the original traces (`export_otlp`). See docs/offline.md.
+"""
+
+from __future__ import annotations
+
+from groundwire.offline._export import OtlpExport
+from groundwire.offline._pipeline import TurnCounts, WindowOptions, iter_turns
+from groundwire.offline._results import TurnResult
+from groundwire.offline._window import TraceWindow
+from groundwire.offline.expected import ExpectedAnswers
+from groundwire.offline.readers import BadRecordError, Problems, ReadStats, read_spans
+from groundwire.offline.rescore import (
+    EvaluatorTally,
+    ProgressHook,
+    RescoreSummary,
+    StopFlag,
+    rescore,
+)
+
+__all__ = [
+    "BadRecordError",
+    "EvaluatorTally",
+    "ExpectedAnswers",
+    "OtlpExport",
+    "Problems",
+    "ProgressHook",
+    "ReadStats",
+    "RescoreSummary",
+    "StopFlag",
+    "TraceWindow",
+    "TurnCounts",
+    "TurnResult",
+    "WindowOptions",
+    "iter_turns",
+    "read_spans",
+    "rescore",
+]

@@ -1,0 +1,82 @@
+"""Files to turns: read span batches, reassemble traces in a bounded window, assemble turns.
+
+The one streaming path both engines use (Ray runs it once per file). Gold answers are attached
+and turns already in OUT (`--resume`) are skipped here, before any scoring.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from groundwire._types import RagTurn
+from groundwire.assembly import turns_from_spans
+from groundwire.offline._window import TraceWindow
+from groundwire.offline.expected import ExpectedAnswers
+from groundwire.offline.readers import Problems, TraceFormat, read_spans
+
+__all__ = ["DEFAULT_WINDOW", "TurnCounts", "WindowOptions", "iter_turns"]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowOptions:
+    """How traces split over records are reassembled (see `TraceWindow`)."""
+
+    grace: int = 8
+    max_spans: int = 200_000
+    max_traces: int = 20_000
+
+
+@dataclass(slots=True)
+class TurnCounts:
+    """Counters of the turn stream."""
+
+    traces: int = 0
+    turns: int = 0
+    resumed: int = 0
+    """Turns skipped because OUT already has them."""
+    forced_traces: int = 0
+    late_spans: int = 0
+    peak_held_spans: int = 0
+
+
+DEFAULT_WINDOW: Final = WindowOptions()
+"""The reassembly window used unless one is given."""
+
+
+def iter_turns(
+    paths: Iterable[str | os.PathLike[str]],
+    problems: Problems,
+    counts: TurnCounts,
+    *,
+    fmt: TraceFormat | None = None,
+    window: WindowOptions = DEFAULT_WINDOW,
+    expected: ExpectedAnswers | None = None,
+    skip: Collection[tuple[str, str]] = (),
+) -> Iterator[RagTurn]:
+    """Every turn in the files, in the order their traces complete."""
+    traces = TraceWindow(
+        grace=window.grace, max_spans=window.max_spans, max_traces=window.max_traces
+    )
+
+    def turns_of(spans: list[object]) -> Iterator[RagTurn]:
+        counts.traces += 1
+        for turn in turns_from_spans(spans):
+            counts.turns += 1
+            if skip and (turn.trace_id or "", turn.span_id or "") in skip:
+                counts.resumed += 1
+                continue
+            yield expected.attach(turn) if expected is not None else turn
+
+    try:
+        for batch in read_spans(paths, problems, fmt=fmt):
+            for trace in traces.add(batch.spans):
+                yield from turns_of(trace)  # type: ignore[arg-type]
+        for trace in traces.flush():
+            yield from turns_of(trace)  # type: ignore[arg-type]
+    finally:
+        counts.forced_traces = traces.forced
+        counts.late_spans = traces.late_spans
+        counts.peak_held_spans = traces.peak_spans

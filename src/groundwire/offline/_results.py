@@ -1,0 +1,79 @@
+"""`TurnResult`: one re-scored turn, and its flat output record (the `.jsonl` schema)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from groundwire._types import RagTurn, Score
+
+__all__ = ["TurnResult", "json_safe", "score_value"]
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with NaN and infinities as None and tuples as lists: strict-JSON-ready."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    return str(value)
+
+
+def score_value(score: Score | None) -> float | None:
+    """The score's value for output files: None when not applicable, failed or missing."""
+    if score is None or score.value is None or math.isnan(score.value):
+        return None
+    return score.value
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """A turn with each evaluator's score (evaluator order kept) and how long each took."""
+
+    turn: RagTurn
+    scores: dict[str, Score]
+    durations: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """`(trace_id, span_id)`: identifies the turn across runs (what `--resume` matches)."""
+        return self.turn.trace_id or "", self.turn.span_id or ""
+
+    def values(self) -> dict[str, float | None]:
+        """Evaluator name -> value (None when not applicable or failed)."""
+        return {name: score_value(score) for name, score in self.scores.items()}
+
+    def worst(self) -> float | None:
+        """The lowest computed value, None when no evaluator gave one."""
+        values = [value for value in self.values().values() if value is not None]
+        return min(values) if values else None
+
+    def details(self) -> dict[str, dict[str, Any]]:
+        """Evaluator name -> label, explanation, error and the evaluator's own details."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, score in self.scores.items():
+            entry: dict[str, Any] = {
+                "label": score.label,
+                "explanation": score.explanation,
+                "error": score.error,
+                "details": score.details,
+            }
+            if score.usage:
+                entry["usage"] = score.usage
+            out[name] = entry
+        return out
+
+    def to_record(self) -> dict[str, Any]:
+        """The output record: trace_id, span_id, query, scores (name -> value or null), details."""
+        return {
+            "trace_id": self.turn.trace_id,
+            "span_id": self.turn.span_id,
+            "query": self.turn.query,
+            "scores": self.values(),
+            "details": json_safe(self.details()),
+        }

@@ -1,0 +1,92 @@
+"""Streaming readers for recorded traces: OTLP/JSON lines, OTLP protobuf and Jaeger JSON.
+
+```python
+from groundwire.offline.readers import Problems, read_spans
+
+for batch in read_spans(["traces.jsonl.gz", "jaeger.json"], Problems()):
+    ...  # batch.spans: list[SpanRecord], batch.where: "file:line"
+```
+
+Formats are detected from the first bytes (gzip and zstd are decompressed transparently); a bad
+record is reported with its file and line and skipped (`Problems(strict=True)` raises instead).
+Each reader holds one record at a time, so memory does not grow with the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+
+from groundwire.offline.readers._common import (
+    BadRecordError,
+    Problems,
+    ReadStats,
+    SpanBatch,
+    span_id_hex,
+    trace_id_hex,
+)
+from groundwire.offline.readers._detect import FORMATS, TraceFormat, detect_format
+from groundwire.offline.readers._jaeger import read_jaeger, spans_from_jaeger_trace
+from groundwire.offline.readers._otlp_json import read_otlp_json, spans_from_request
+from groundwire.offline.readers._otlp_proto import read_otlp_proto, spans_from_message
+from groundwire.offline.readers._source import SourceFile, open_source
+
+__all__ = [
+    "FORMATS",
+    "BadRecordError",
+    "Problems",
+    "ReadStats",
+    "SourceFile",
+    "SpanBatch",
+    "TraceFormat",
+    "detect_format",
+    "open_source",
+    "read_file",
+    "read_spans",
+    "span_id_hex",
+    "spans_from_jaeger_trace",
+    "spans_from_message",
+    "spans_from_request",
+    "trace_id_hex",
+]
+
+_READERS: dict[str, Callable[[SourceFile, Problems], Iterator[SpanBatch]]] = {
+    "otlp-json": read_otlp_json,
+    "otlp-proto": read_otlp_proto,
+    "jaeger": read_jaeger,
+}
+
+
+def read_file(
+    path: str | os.PathLike[str], problems: Problems, *, fmt: TraceFormat | None = None
+) -> Iterator[SpanBatch]:
+    """Yield the span batches of one file, in the given format or the detected one."""
+    if fmt is not None and fmt not in _READERS:
+        raise ValueError(f"unknown trace format {fmt!r}; expected one of {list(FORMATS)}")
+    with open_source(path) as source:
+        chosen = fmt or detect_format(source)
+        stats = problems.stats
+        stats.files += 1
+        try:
+            yield from _READERS[chosen](source, problems)
+        finally:
+            stats.bytes_done += source.size
+            stats.file_position = 0
+
+
+def read_spans(
+    paths: Iterable[str | os.PathLike[str]],
+    problems: Problems,
+    *,
+    fmt: TraceFormat | None = None,
+) -> Iterator[SpanBatch]:
+    """Yield the span batches of every file in order; an unreadable file is a bad record."""
+    for path in paths:
+        try:
+            yield from read_file(path, problems, fmt=fmt)
+        except OSError as error:
+            problems.report(str(path), f"cannot read the file: {error.strerror or error}")
+        except ValueError as error:
+            if isinstance(error, BadRecordError):
+                raise
+            problems.report(str(path), str(error))

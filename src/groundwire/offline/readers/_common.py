@@ -1,0 +1,124 @@
+"""What every reader shares: the `SpanBatch` it yields, read counters, and bad-record reporting.
+
+A reader yields one `SpanBatch` per record (an OTLP/JSON line, a protobuf message, a Jaeger
+trace). A record that cannot be read is handed to the `Problems` sink with its file and line (or
+byte offset); the sink prints it and counts it, or raises `BadRecordError` in strict mode.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, TextIO
+
+from groundwire.assembly import SpanRecord
+
+__all__ = [
+    "BadRecordError",
+    "Problems",
+    "ReadStats",
+    "SpanBatch",
+    "span_id_hex",
+    "trace_id_hex",
+]
+
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
+
+
+class BadRecordError(ValueError):
+    """A record in a trace file could not be read; `where` is `file:line` (or `file@byte`)."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+        self.where = where
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class SpanBatch:
+    """The spans of one record, with where it came from (for messages)."""
+
+    spans: list[SpanRecord]
+    where: str
+
+
+@dataclass(slots=True)
+class ReadStats:
+    """Counters kept while reading: records are lines, messages or Jaeger traces."""
+
+    files: int = 0
+    records: int = 0
+    """Records read (trace, metric and log records alike), bad ones included."""
+    spans: int = 0
+    bad_records: int = 0
+    other_records: int = 0
+    """Records holding metrics or logs, not spans (skipped without complaint)."""
+    bytes_done: int = 0
+    """Size on disk of the files read to the end."""
+    file_position: int = 0
+    """Bytes of the current file on disk consumed so far (compressed size)."""
+    bad_examples: list[str] = field(default_factory=list)
+    """The first few bad records' messages."""
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes on disk consumed so far over all files, for progress bars."""
+        return self.bytes_done + self.file_position
+
+
+@dataclass(slots=True)
+class Problems:
+    """Where bad records go: printed to `stream` and counted, or raised when `strict`."""
+
+    strict: bool = False
+    stream: TextIO | None = None
+    """Defaults to sys.stderr at report time."""
+    stats: ReadStats = field(default_factory=ReadStats)
+    on_report: Callable[[str], None] | None = None
+    """Called with each message instead of writing to `stream` (the CLI routes it via rich)."""
+
+    def report(self, where: str, message: str) -> None:
+        """Record one bad record; raises BadRecordError in strict mode."""
+        self.stats.bad_records += 1
+        if self.strict:
+            raise BadRecordError(where, message)
+        text = f"{where}: skipped: {message}"
+        if len(self.stats.bad_examples) < 20:
+            self.stats.bad_examples.append(text)
+        if self.on_report is not None:
+            self.on_report(text)
+        else:
+            print(f"groundwire: {text}", file=self.stream or sys.stderr)
+
+
+def _from_b64(value: str, size: int, what: str) -> str:
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != size:
+        raise ValueError(
+            f"{what} {value!r} is neither {size * 2} hex digits nor base64 of {size} bytes"
+        )
+    return raw.hex()
+
+
+def trace_id_hex(value: object, what: str = "traceId") -> str:
+    """A trace id as 32 lower-case hex digits, from hex (any case, 16 or 32 digits) or base64."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} is missing or not a string: {value!r}")
+    if len(value) in (16, 32) and _HEX.issuperset(value):
+        return value.lower().rjust(32, "0")
+    return _from_b64(value, 16, what)
+
+
+def span_id_hex(value: object, what: str = "spanId") -> str:
+    """A span id as 16 lower-case hex digits, from hex (any case) or base64."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} is missing or not a string: {value!r}")
+    if len(value) == 16 and _HEX.issuperset(value):
+        return value.lower()
+    return _from_b64(value, 8, what)

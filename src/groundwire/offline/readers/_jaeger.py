@@ -1,0 +1,252 @@
+"""Jaeger JSON: the query API's `/api/traces` response and the UI's "Download JSON" file.
+
+Both are `{"data": [trace, ...], ...}`; a bare trace object and a top-level list of traces are
+accepted too. Traces are decoded one at a time from the `data` array as the file streams in, so
+memory holds one trace, not the file. A Jaeger trace is `{traceID, spans, processes}`; each span
+has `spanID`, `operationName`, `references` (`CHILD_OF` gives the parent), `startTime` and
+`duration` in microseconds, typed `tags`, and a `processID` whose process gives the service name
+and resource tags. OpenTelemetry's Jaeger mapping is reversed: `otel.status_code`/`error` give the
+status, `otel.scope.name` (or `otel.library.name`) the instrumentation scope.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import re
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from groundwire.assembly import SpanRecord
+from groundwire.offline.readers._common import Problems, SpanBatch, span_id_hex, trace_id_hex
+from groundwire.offline.readers._source import SourceFile
+
+__all__ = ["read_jaeger", "spans_from_jaeger_trace"]
+
+_CHUNK: Final = 1 << 20
+_DATA_ARRAY: Final = re.compile(r'"data"\s*:\s*\[')
+_WHITESPACE: Final = re.compile(r"[\s,]*")
+_SCOPE_TAGS: Final = ("otel.scope.name", "otel.library.name")
+_DROPPED_TAGS: Final = frozenset(
+    {"otel.status_code", "otel.status_description", "span.kind", "error", "internal.span.format"}
+    | set(_SCOPE_TAGS)
+    | {"otel.scope.version", "otel.library.version"}
+)
+
+
+def _tag_value(tag: Mapping[str, Any]) -> Any:
+    kind = str(tag.get("type", "string")).lower()
+    value = tag.get("value")
+    if kind == "bool":
+        return value if isinstance(value, bool) else str(value).lower() == "true"
+    if kind == "int64":
+        return int(value)  # type: ignore[arg-type]
+    if kind == "float64":
+        return float(value)  # type: ignore[arg-type]
+    if kind == "binary":
+        return base64.b64decode(value) if isinstance(value, str) else value
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _tags(tags: Any) -> dict[str, Any]:
+    if not tags:
+        return {}
+    if not isinstance(tags, list):
+        raise ValueError(f"tags must be a list, got {type(tags).__name__}")
+    return {tag["key"]: _tag_value(tag) for tag in tags}
+
+
+def _process_resource(process: Mapping[str, Any]) -> Mapping[str, Any]:
+    resource = _tags(process.get("tags"))
+    name = process.get("serviceName")
+    if name:
+        resource["service.name"] = name
+    return MappingProxyType(resource)
+
+
+def _parent(span: Mapping[str, Any], trace_id: str) -> str | None:
+    references = span.get("references") or []
+    for wanted in ("CHILD_OF", "FOLLOWS_FROM"):
+        for reference in references:
+            if reference.get("refType", "CHILD_OF") != wanted:
+                continue
+            if trace_id_hex(reference.get("traceID", trace_id), "references.traceID") != trace_id:
+                continue
+            return span_id_hex(reference.get("spanID"), "references.spanID")
+    parent = span.get("parentSpanID")  # the legacy field, before references existed
+    return span_id_hex(parent, "parentSpanID") if parent and set(parent) != {"0"} else None
+
+
+def _status(tags: Mapping[str, Any]) -> str:
+    code = str(tags.get("otel.status_code", "")).upper()
+    if code in ("OK", "ERROR"):
+        return code
+    return "ERROR" if tags.get("error") is True else "UNSET"
+
+
+def spans_from_jaeger_trace(trace: Any) -> list[SpanRecord]:
+    """The spans of one Jaeger JSON trace; ValueError names the offending span."""
+    if not isinstance(trace, Mapping):
+        raise ValueError(f"a trace must be a JSON object, got {type(trace).__name__}")
+    spans = trace.get("spans")
+    if not isinstance(spans, list):
+        raise ValueError("a trace must have a 'spans' list")
+    processes = trace.get("processes") or {}
+    resources = {key: _process_resource(value) for key, value in processes.items()}
+    empty: Mapping[str, Any] = MappingProxyType({})
+    records: list[SpanRecord] = []
+    for index, span in enumerate(spans):
+        try:
+            trace_id = trace_id_hex(span.get("traceID", trace.get("traceID")), "traceID")
+            tags = _tags(span.get("tags"))
+            start_us = int(span.get("startTime", 0))
+            duration_us = int(span.get("duration", 0))
+            scope = next((str(tags[key]) for key in _SCOPE_TAGS if key in tags), None)
+            process = span.get("process")
+            resource = (
+                _process_resource(process)
+                if isinstance(process, Mapping)
+                else resources.get(span.get("processID", ""), empty)
+            )
+            records.append(
+                SpanRecord(
+                    trace_id=trace_id,
+                    span_id=span_id_hex(span.get("spanID"), "spanID"),
+                    parent_span_id=_parent(span, trace_id),
+                    name=str(span.get("operationName", "")),
+                    start_time_ns=start_us * 1000,
+                    end_time_ns=(start_us + duration_us) * 1000,
+                    attributes=MappingProxyType(
+                        {k: v for k, v in tags.items() if k not in _DROPPED_TAGS}
+                    ),
+                    status_code=_status(tags),
+                    resource=resource,
+                    instrumentation_scope=scope,
+                )
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            raise ValueError(f"spans[{index}]: {error}") from None
+    return records
+
+
+class _Text:
+    """Decoded text of a stream, read in chunks, with the line number of the consumed prefix."""
+
+    def __init__(self, source: SourceFile) -> None:
+        self._source = source
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="strict")
+        self.buffer = ""
+        self.pos = 0
+        self.line = 1
+        self.eof = False
+
+    def more(self, at_least: int = _CHUNK) -> bool:
+        """Append at least `at_least` more characters (or the rest); False at end of file."""
+        if self.eof:
+            return False
+        if self.pos:
+            self.line += self.buffer.count("\n", 0, self.pos)
+            self.buffer = self.buffer[self.pos :]
+            self.pos = 0
+        wanted = max(at_least, _CHUNK)
+        pieces = []
+        got = 0
+        while got < wanted:
+            raw = self._source.stream.read(_CHUNK)
+            if not raw:
+                pieces.append(self._decoder.decode(b"", final=True))
+                self.eof = True
+                break
+            text = self._decoder.decode(raw)
+            pieces.append(text)
+            got += len(text)
+        self.buffer += "".join(pieces)
+        return bool(got) or bool(pieces and pieces[-1])
+
+    def line_at(self, index: int) -> int:
+        """The 1-based line of buffer position `index`."""
+        return self.line + self.buffer.count("\n", 0, index)
+
+
+def _decode_items(text: _Text, where: str) -> Iterator[tuple[int, Any]]:
+    """Decode the elements of the JSON array starting at `text.pos` one by one: (line, value)."""
+    decoder = json.JSONDecoder()
+    while True:
+        match = _WHITESPACE.match(text.buffer, text.pos)
+        text.pos = match.end() if match else text.pos
+        if text.pos >= len(text.buffer):
+            if not text.more():
+                raise ValueError(f"{where}: the 'data' array is not closed")
+            continue
+        if text.buffer[text.pos] == "]":
+            return
+        while True:
+            try:
+                value, end = decoder.raw_decode(text.buffer, text.pos)
+                break
+            except json.JSONDecodeError as error:
+                if not text.more(len(text.buffer)):
+                    raise ValueError(
+                        f"{where}:{text.line_at(error.pos)}: not valid JSON ({error.msg})"
+                    ) from None
+        line = text.line_at(text.pos)
+        text.pos = end
+        yield line, value
+
+
+def _top_level(text: _Text, where: str) -> str:
+    """`array` when the traces are a (data) array at `text.pos`, `trace` for a bare trace."""
+    while True:
+        stripped = text.buffer.lstrip()
+        if stripped or not text.more():
+            break
+    head = text.buffer.lstrip()
+    if head.startswith("["):
+        text.pos = text.buffer.index("[") + 1
+        return "array"
+    if not head.startswith("{"):
+        raise ValueError(f"{where}:1: not Jaeger JSON: expected an object or an array")
+    while True:
+        match = _DATA_ARRAY.search(text.buffer)
+        if match:
+            text.pos = match.end()
+            return "array"
+        if '"traceID"' in text.buffer[:4096] and '"data"' not in text.buffer:
+            return "trace"
+        if not text.more(len(text.buffer)):
+            raise ValueError(f"{where}:1: not Jaeger JSON: no 'data' array and no trace")
+
+
+def read_jaeger(source: SourceFile, problems: Problems) -> Iterator[SpanBatch]:
+    """Yield the spans of each trace in a Jaeger JSON file, streaming its `data` array."""
+    stats = problems.stats
+    where = str(source.path)
+    text = _Text(source)
+    try:
+        if _top_level(text, where) == "trace":
+            while text.more(len(text.buffer)):
+                pass
+            items: Iterator[tuple[int, Any]] = iter([(1, json.loads(text.buffer))])
+        else:
+            items = _decode_items(text, where)
+        for index, (line, trace) in enumerate(items):
+            stats.records += 1
+            stats.file_position = source.position
+            item_where = f"{where}:{line} (data[{index}])"
+            try:
+                records = spans_from_jaeger_trace(trace)
+            except (ValueError, TypeError, KeyError, AttributeError) as error:
+                problems.report(item_where, f"not a valid Jaeger trace: {error}")
+                continue
+            stats.spans += len(records)
+            yield SpanBatch(records, item_where)
+    except (ValueError, UnicodeDecodeError) as error:
+        stats.records += 1
+        message = str(error)
+        if message.startswith(where):
+            at, _, rest = message.partition(": ")
+            problems.report(at, rest)
+        else:
+            problems.report(f"{where}:{text.line}", message)

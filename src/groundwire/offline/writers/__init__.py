@@ -1,0 +1,61 @@
+"""Output writers for re-scored turns, chosen by the output file's extension.
+
+`.jsonl` (one JSON object per turn), `.csv`, `.xlsx` (xlsxwriter), `.parquet` (pyarrow) and
+`.html` (a self-contained report). `.jsonl` and `.csv` can be appended to (`--resume`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from groundwire.offline.writers._base import ResultWriter
+from groundwire.offline.writers._html import HtmlReportWriter
+from groundwire.offline.writers._lines import CsvWriter, JsonLinesWriter, csv_header
+from groundwire.offline.writers._parquet import ParquetWriter
+from groundwire.offline.writers._xlsx import XlsxWriter
+
+__all__ = [
+    "APPENDABLE_SUFFIXES",
+    "OUTPUT_SUFFIXES",
+    "CsvWriter",
+    "HtmlReportWriter",
+    "JsonLinesWriter",
+    "ParquetWriter",
+    "ResultWriter",
+    "XlsxWriter",
+    "csv_header",
+    "open_writer",
+    "output_suffix",
+]
+
+_WRITERS: dict[str, Callable[..., ResultWriter]] = {
+    ".jsonl": JsonLinesWriter,
+    ".csv": CsvWriter,
+    ".xlsx": XlsxWriter,
+    ".parquet": ParquetWriter,
+    ".html": HtmlReportWriter,
+}
+OUTPUT_SUFFIXES = tuple(_WRITERS)
+"""Output file extensions, each naming its format."""
+APPENDABLE_SUFFIXES = (".jsonl", ".csv")
+"""Formats `--resume` can continue."""
+
+
+def output_suffix(path: str | os.PathLike[str]) -> str:
+    """The output format's extension; ValueError naming the supported ones otherwise."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in _WRITERS:
+        raise ValueError(
+            f"cannot tell the output format of {os.fspath(path)!r}: use one of "
+            f"{', '.join(OUTPUT_SUFFIXES)}"
+        )
+    return suffix
+
+
+def open_writer(
+    path: str | os.PathLike[str], evaluators: Sequence[str], *, append: bool = False
+) -> ResultWriter:
+    """A writer for `path`'s format; `append` continues an existing .jsonl or .csv."""
+    return _WRITERS[output_suffix(path)](Path(path), evaluators, append=append)

@@ -1,0 +1,122 @@
+"""Line-oriented writers (`.jsonl`, `.csv`) that can append and never leave a partial line.
+
+Each turn is written as one whole line; on an interrupted close the file is cut back to the end of
+the last complete line, so an abort in the middle of a write cannot leave half a record.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from groundwire.offline._results import TurnResult, json_safe
+
+__all__ = ["CsvWriter", "JsonLinesWriter", "csv_header", "details_json"]
+
+
+class _LineFile:
+    """An output file written one whole line at a time, remembering the last good offset."""
+
+    def __init__(self, path: Path, *, append: bool) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] = path.open("a" if append else "w", encoding="utf-8", newline="")
+        self._good = self._file.tell()
+        self._since_flush = 0
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing has been written to the file yet."""
+        return self._good == 0
+
+    def line(self, text: str) -> None:
+        self._file.write(text)
+        self._good = self._file.tell()
+        self._since_flush += 1
+        if self._since_flush >= 64:
+            self.flush()
+
+    def flush(self) -> None:
+        self._file.flush()
+        self._since_flush = 0
+
+    def close(self, *, interrupted: bool) -> None:
+        try:
+            self._file.flush()
+            if interrupted:
+                self._file.truncate(self._good)
+        finally:
+            self._file.close()
+
+
+class JsonLinesWriter:
+    """One JSON object per turn: trace_id, span_id, query, scores, details (docs/offline.md)."""
+
+    def __init__(self, path: Path, evaluators: Sequence[str], *, append: bool = False) -> None:
+        self._out = _LineFile(path, append=append)
+
+    def write(self, result: TurnResult) -> None:
+        """Append the turn's record as one line."""
+        record = result.to_record()
+        self._out.line(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+
+    def flush(self) -> None:
+        """Push written lines to the OS."""
+        self._out.flush()
+
+    def close(self, *, interrupted: bool = False) -> None:
+        """Flush and close (cutting any partial line when interrupted)."""
+        self._out.close(interrupted=interrupted)
+
+
+def csv_header(evaluators: Sequence[str]) -> list[str]:
+    """The CSV columns: ids, query, one value and one label column per evaluator, details."""
+    columns = ["trace_id", "span_id", "query"]
+    for name in evaluators:
+        columns += [name, f"{name}.label"]
+    return [*columns, "details"]
+
+
+def details_json(result: TurnResult) -> str:
+    """The turn's details as compact JSON (for one spreadsheet or table cell)."""
+    return json.dumps(json_safe(result.details()), ensure_ascii=False, allow_nan=False)
+
+
+class CsvWriter:
+    """One row per turn under `csv_header`; empty cells for values that are null."""
+
+    def __init__(self, path: Path, evaluators: Sequence[str], *, append: bool = False) -> None:
+        self._evaluators = list(evaluators)
+        self._out = _LineFile(path, append=append)
+        self._buffer = io.StringIO()
+        self._csv = csv.writer(self._buffer, lineterminator="\n")
+        if self._out.empty:
+            self._row(csv_header(self._evaluators))
+
+    def _row(self, row: list[Any]) -> None:
+        self._buffer.seek(0)
+        self._buffer.truncate()
+        self._csv.writerow(row)
+        self._out.line(self._buffer.getvalue())
+
+    def write(self, result: TurnResult) -> None:
+        """Append the turn's row."""
+        values = result.values()
+        row: list[Any] = [result.turn.trace_id, result.turn.span_id, result.turn.query]
+        for name in self._evaluators:
+            value = values.get(name)
+            score = result.scores.get(name)
+            row += ["" if value is None else value, (score.label if score else None) or ""]
+        row.append(details_json(result))
+        self._row(row)
+
+    def flush(self) -> None:
+        """Push written rows to the OS."""
+        self._out.flush()
+
+    def close(self, *, interrupted: bool = False) -> None:
+        """Flush and close (cutting any partial row when interrupted)."""
+        self._out.close(interrupted=interrupted)
