@@ -115,11 +115,6 @@ def test_hidden_text_assembles_from_live_content(
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="assembly's SpanReader.documents() serves a reranker's live documents (its output) "
-    "for the reranker.input_documents prefix too, so replay keeps a dropped retrieval",
-)
 def test_hidden_text_with_reranker_assembles_from_live_content(
     provider: tuple[TracerProvider, InMemorySpanExporter, OpenSpanCounter],
     index: VectorStoreIndex,

@@ -177,4 +177,4 @@ def test_opentelemetry_instrument_uses_global_provider(tmp_path: Path) -> None:
     assert root["resource"]["attributes"]["service.name"] == "li-app"  # type: ignore[index]
     trace_id = root["context"]["trace_id"]  # type: ignore[index]
     names = {s["name"] for s in spans if s["context"]["trace_id"] == trace_id}  # type: ignore[index]
-    assert {"CompactAndRefine.synthesize", "chat unknown", "embeddings unknown"} <= names
+    assert {"CompactAndRefine.synthesize", "text_completion unknown", "embeddings unknown"} <= names

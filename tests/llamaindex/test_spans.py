@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 from llama_index.core import VectorStoreIndex
+from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
+from groundwire_llamaindex._llm import describe_llm
 from tests.llamaindex.apps import CountingLLM, FailingReranker, ReverseReranker, TwoQuestions
 from tests.llamaindex.conftest import Traces
 
@@ -41,7 +43,7 @@ def test_query_engine_tree_and_attributes(traces: Traces, index: VectorStoreInde
         "RetrieverQueryEngine.query",
         (
             (retriever.name, (("embeddings unknown", ()),)),
-            ("CompactAndRefine.synthesize", (("chat unknown", ()),)),
+            ("CompactAndRefine.synthesize", (("text_completion unknown", ()),)),
         ),
     )
     assert retriever.name == f"retrieval {index.index_id}"
@@ -74,7 +76,7 @@ def test_query_engine_tree_and_attributes(traces: Traces, index: VectorStoreInde
 
     attributes = _attributes(traces.one("LLM"))
     assert attributes.pop("openinference.span.kind") == "LLM"
-    assert attributes.pop("gen_ai.operation.name") == "chat"
+    assert attributes.pop("gen_ai.operation.name") == "text_completion"
     assert attributes.pop("llm.model_name") == "unknown"
     assert attributes.pop("gen_ai.request.model") == "unknown"
     prompt = attributes.pop("input.value")
@@ -151,7 +153,7 @@ def test_token_counts(traces: Traces, index: VectorStoreIndex) -> None:
     assert str(engine.query("Capital of France?")) == "Paris is the capital."
 
     llm = traces.one("LLM")
-    assert llm.name == "chat counting-1"
+    assert llm.name == "text_completion counting-1"
     attributes = _attributes(llm)
     assert attributes.pop("llm.token_count.prompt") == 11
     assert attributes.pop("llm.token_count.completion") == 3
@@ -181,7 +183,7 @@ def test_async_query(traces: Traces, index: VectorStoreIndex) -> None:
         "RetrieverQueryEngine.aquery",
         (
             (traces.one("RETRIEVER").name, (("embeddings unknown", ()),)),
-            ("CompactAndRefine.asynthesize", (("chat unknown", ()),)),
+            ("CompactAndRefine.asynthesize", (("text_completion unknown", ()),)),
         ),
     )
     assert _attributes(root)["output.value"] == str(response) == MOCK_ANSWER
@@ -204,7 +206,7 @@ def test_streaming_query_ends_when_consumed(traces: Traces, index: VectorStoreIn
         "RetrieverQueryEngine.query",
         (
             (traces.one("RETRIEVER").name, (("embeddings unknown", ()),)),
-            ("CompactAndRefine.synthesize", (("chat counting-1", ()),)),
+            ("CompactAndRefine.synthesize", (("text_completion counting-1", ()),)),
         ),
     )
     assert _attributes(root)["output.value"] == text
@@ -225,7 +227,7 @@ def test_async_streaming_query(traces: Traces, index: VectorStoreIndex) -> None:
         "RetrieverQueryEngine.aquery",
         (
             (traces.one("RETRIEVER").name, (("embeddings unknown", ()),)),
-            ("CompactAndRefine.asynthesize", (("chat unknown", ()),)),
+            ("CompactAndRefine.asynthesize", (("text_completion unknown", ()),)),
         ),
     )
     assert _attributes(root)["output.value"] == text == MOCK_ANSWER
@@ -244,7 +246,7 @@ def test_stream_error_ends_spans_with_error(traces: Traces, index: VectorStoreIn
     (root,) = traces.roots()
     failed = [span for span in traces.spans if span.status.status_code is StatusCode.ERROR]
     assert sorted(span.name for span in failed) == sorted(
-        ["RetrieverQueryEngine.query", "CompactAndRefine.synthesize", "chat counting-1"]
+        ["RetrieverQueryEngine.query", "CompactAndRefine.synthesize", "text_completion counting-1"]
     )
     for span in failed:
         assert span.status.description == "ConnectionError: stream cut"
@@ -365,3 +367,41 @@ def test_outermost_span_joins_the_current_otel_context(
     assert query.name == "RetrieverQueryEngine.query"
     assert query.context.trace_id == request.get_span_context().trace_id
     assert "groundwire.framework" in _attributes(query)
+
+
+def test_chat_model_span(traces: Traces, index: VectorStoreIndex) -> None:
+    """A chat model's call is a `chat` span whose input is the message list as JSON."""
+    engine = index.as_query_engine(llm=MockLLM(max_tokens=3, is_chat_model=True))
+    engine.query("Where is Berlin?")
+
+    llm = traces.one("LLM")
+    assert llm.name == "chat unknown"
+    attributes = _attributes(llm)
+    assert attributes.pop("openinference.span.kind") == "LLM"
+    assert attributes.pop("gen_ai.operation.name") == "chat"
+    assert attributes.pop("llm.model_name") == attributes.pop("gen_ai.request.model") == "unknown"
+    assert attributes.pop("input.mime_type") == "application/json"
+    messages = json.loads(attributes.pop("input.value"))
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert "Where is Berlin?" in messages[-1]["content"]
+    assert attributes.pop("output.value") == "text text text"
+    assert attributes.pop("output.mime_type") == "text/plain"
+    assert attributes == {}
+
+
+@pytest.mark.parametrize(
+    ("module", "provider"),
+    [
+        ("llama_index.llms.openai.base", "openai"),
+        ("llama_index.llms.bedrock_converse.base", "aws.bedrock"),
+        ("llama_index.core.llms.mock", None),
+        ("my_app.llms", None),
+    ],
+)
+def test_llm_provider_from_package(module: str, provider: str | None) -> None:
+    """The provider comes from the `llama_index.llms.<name>` package an LLM class lives in."""
+    fake = type("SomeLLM", (), {"__module__": module, "model": "m-1"})()
+    attributes: dict[str, Any] = {}
+    assert describe_llm(fake, "chat", attributes) == "chat m-1"
+    assert attributes.get("gen_ai.provider.name") == provider
+    assert attributes.get("llm.provider") == provider

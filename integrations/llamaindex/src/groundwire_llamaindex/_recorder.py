@@ -42,6 +42,7 @@ from groundwire.capture import (
 )
 from groundwire_llamaindex import _values
 from groundwire_llamaindex._kinds import kind_of
+from groundwire_llamaindex._llm import describe_llm
 from groundwire_llamaindex._record import Record
 from groundwire_llamaindex._stream import AsyncTokenStream, StreamOutcome, TokenStream
 
@@ -66,17 +67,6 @@ def _call_name(llama_id: str) -> str:
 def _model_name(instance: object, field: str) -> str | None:
     value = getattr(instance, field, None)
     return value if isinstance(value, str) and value else None
-
-
-def _llm_model_name(instance: Any) -> str | None:
-    """The LLM's model: its `model` field when it has one, else its metadata's model name."""
-    name = _model_name(instance, "model")
-    if name is None:
-        try:
-            name = _model_name(instance.metadata, "model_name")
-        except Exception:
-            logger.debug("LLM metadata unavailable", exc_info=True)
-    return name
 
 
 def _data_source_id(retriever: object) -> str | None:
@@ -263,13 +253,8 @@ class Recorder:
         if kind == semconv.SPAN_KIND_RETRIEVER:
             return retrieval_span_name(_data_source_id(instance)), attributes
         if kind == semconv.SPAN_KIND_LLM:
-            model = _llm_model_name(instance)
-            attributes[semconv.GEN_AI_OPERATION_NAME] = semconv.GEN_AI_OPERATION_CHAT
-            if model is None:
-                return semconv.GEN_AI_OPERATION_CHAT, attributes
-            attributes[semconv.LLM_MODEL_NAME] = model
-            attributes[semconv.GEN_AI_REQUEST_MODEL] = model
-            return f"{semconv.GEN_AI_OPERATION_CHAT} {model}", attributes
+            method = llama_id.partition("-")[0].rpartition(".")[2]
+            return describe_llm(instance, method, attributes), attributes
         if kind == semconv.SPAN_KIND_EMBEDDING:
             model = _model_name(instance, "model_name")
             attributes[semconv.GEN_AI_OPERATION_NAME] = semconv.GEN_AI_OPERATION_EMBEDDINGS
