@@ -8,6 +8,8 @@ import threading
 from collections.abc import Sequence
 
 import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
 from langchain_core.language_models.fake import FakeListLLM
 from langchain_core.language_models.fake_chat_models import (
     FakeListChatModel,
@@ -15,6 +17,7 @@ from langchain_core.language_models.fake_chat_models import (
     ParrotFakeChatModel,
 )
 from langchain_core.output_parsers import StrOutputParser
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import tool
 from opentelemetry.sdk.trace import ReadableSpan
@@ -23,7 +26,7 @@ from opentelemetry.trace import StatusCode
 
 from groundwire_langchain import LangChainInstrumentor
 
-from ._app import ANSWER, MODEL, PROMPT, QUESTION, rag_chain
+from ._app import ANSWER, CORPUS, MODEL, PROMPT, QUESTION, rag_chain
 from .conftest import assert_well_formed, by_name, parent_of, roots
 
 
@@ -318,3 +321,25 @@ def test_unwritable_value_loses_only_itself(
     assert ok.status.status_code is StatusCode.UNSET
     assert "input.value" not in failed.attributes
     _assert_failed(failed, RuntimeError, "cannot answer")
+
+
+def test_malformed_document_loses_only_itself(
+    instrumentor: LangChainInstrumentor, exporter: InMemorySpanExporter
+) -> None:
+    """A retriever that returns a non-Document among documents: the real documents still land."""
+
+    class SloppyRetriever(BaseRetriever):
+        """Returns a bare string between two documents."""
+
+        def _get_relevant_documents(
+            self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        ) -> list[Document]:
+            return [CORPUS[0], "not a document", CORPUS[1]]  # type: ignore[list-item]
+
+    SloppyRetriever().invoke(QUESTION)
+    (span,) = exporter.get_finished_spans()
+    attributes = span.attributes
+    assert attributes["retrieval.documents.0.document.content"] == CORPUS[0].page_content
+    assert attributes["retrieval.documents.1.document.id"] == "eiffel"
+    assert "retrieval.documents.2.document.id" not in attributes
+    assert span.status.status_code is StatusCode.UNSET

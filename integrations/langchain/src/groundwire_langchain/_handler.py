@@ -24,6 +24,7 @@ from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from groundwire import semconv
+from groundwire._types import Context
 from groundwire.capture import (
     LIVE_CONTENT,
     Attribute,
@@ -425,7 +426,7 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
     ) -> None:
         """The query and documents in OpenInference and GenAI names (see `groundwire.capture`)."""
         text = query if isinstance(query, str) else None
-        contexts = [to_context(document, rank) for rank, document in enumerate(documents or ())]
+        contexts = _contexts(documents or ())
         _collect(
             attributes, retrieval_attributes(text, contexts, self.config, data_source_id=run.name)
         )
@@ -449,6 +450,17 @@ def _session_attributes(metadata: Mapping[str, Any]) -> Iterator[Attribute]:
     user = metadata.get("user_id")
     if isinstance(user, str | int) and not isinstance(user, bool) and str(user):
         yield semconv.USER_ID, str(user)
+
+
+def _contexts(documents: Sequence[Document]) -> list[Context]:
+    """The retrieved documents as contexts, ranked; a malformed document loses only itself."""
+    contexts: list[Context] = []
+    for document in documents:
+        try:
+            contexts.append(to_context(document, len(contexts)))
+        except Exception:
+            logger.debug("skipped a retrieved %s", type(document).__name__, exc_info=True)
+    return contexts
 
 
 def _text(value: Any) -> tuple[str, str] | None:
