@@ -175,6 +175,8 @@ def test_bad_options_fail_at_construction() -> None:
         ERAG(_generator(), retrieval_metrics=["P@5"])
     with pytest.raises(ValueError, match="primary 'map' is not one of"):
         ERAG(_generator(), primary="map")
+    with pytest.raises(ValueError, match="primary 'iprec_at_recall' gives several values"):
+        ERAG(_generator(), retrieval_metrics=["iprec_at_recall"])
 
 
 def test_openai_model_from_environment_counts_tokens(

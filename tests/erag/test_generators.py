@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,6 +63,25 @@ def test_async_function_respects_the_concurrency_limit() -> None:
     inputs = {f"q{i}": [f"doc {i}"] for i in range(10)}
     assert generator(inputs) == {f"q{i}": f"DOC {i}" for i in range(10)}
     assert counter.peak == 3
+
+
+def test_sync_function_gets_as_many_threads_as_the_limit() -> None:
+    """A blocking sync function runs max_concurrency calls at once, beyond the default pool."""
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def blocking(query: str, documents: Sequence[str]) -> str:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.05)
+        with lock:
+            state["now"] -= 1
+        return query
+
+    inputs = {f"q{i}": ["d"] for i in range(24)}
+    assert batchify_text_generator(blocking, max_concurrency=12)(inputs) == {q: q for q in inputs}
+    assert state["peak"] == 12
 
 
 def test_limit_is_shared_by_concurrent_callers() -> None:

@@ -25,6 +25,7 @@ from groundwire.evaluators.erag._generators import (
 from groundwire.evaluators.erag._retrieval import (
     aggregate,
     check_label,
+    metric_keys,
     parse_retrieval_metrics,
     score_labels,
 )
@@ -74,6 +75,12 @@ class ERAG:
         self.primary = names[0] if primary is None else primary
         if self.primary not in names:
             raise ValueError(f"primary {self.primary!r} is not one of retrieval_metrics {names}")
+        keys = metric_keys(self.retrieval_metrics[names.index(self.primary)])
+        if keys != (self.primary,):
+            raise ValueError(
+                f"primary {self.primary!r} gives several values {list(keys)[:3]}...; "
+                "name one of them as primary"
+            )
         self._name = name
 
     @property

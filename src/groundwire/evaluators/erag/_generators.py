@@ -198,6 +198,17 @@ class FunctionGenerator(BatchedGenerator):
         self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             type(function).__call__
         )
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+
+    def _threads(self) -> concurrent.futures.ThreadPoolExecutor:
+        """Our own worker threads, as many as the limit (the loop's default pool may be smaller)."""
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    self.max_concurrency, thread_name_prefix="groundwire-erag"
+                )
+            return self._executor
 
     @property
     def concurrent(self) -> bool:
@@ -209,7 +220,8 @@ class FunctionGenerator(BatchedGenerator):
         if self._is_async:
             result = await self.function(query, documents)  # type: ignore[misc]
         else:
-            result = await asyncio.to_thread(self.function, query, documents)
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(self._threads(), self.function, query, documents)
         return Generation(self._text(result, query))
 
     def build_prompt(self, query: str, documents: Sequence[str]) -> Any:

@@ -28,6 +28,7 @@ __all__ = [
     "RetrievalMetric",
     "aggregate",
     "check_label",
+    "metric_keys",
     "parse_retrieval_metrics",
     "score_labels",
 ]
@@ -85,6 +86,13 @@ def parse_retrieval_metrics(metrics: Iterable[str]) -> tuple[RetrievalMetric, ..
         _trec_keys(frozenset(m.name for m in result if not m.cut_at_list_length))
         _trec_keys(frozenset(f"{m.measure}_1" for m in result if m.cut_at_list_length))
     return result
+
+
+def metric_keys(metric: RetrievalMetric) -> tuple[str, ...]:
+    """The result keys one metric produces: its own name, or several (`iprec_at_recall`)."""
+    if metric.cut_at_list_length or _pytrec_eval_or_none() is None:
+        return (metric.name,)
+    return _trec_keys(frozenset({metric.name}))
 
 
 def check_label(value: Any, query: str, position: int, document: str | None = None) -> Label:
