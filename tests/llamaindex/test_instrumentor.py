@@ -15,7 +15,9 @@ from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr
 from opentelemetry.instrumentation.dependencies import get_dependency_conflicts
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 from groundwire_llamaindex import LlamaIndexInstrumentor
 from groundwire_llamaindex._handlers import GroundwireEventHandler, GroundwireSpanHandler
@@ -178,3 +180,20 @@ def test_opentelemetry_instrument_uses_global_provider(tmp_path: Path) -> None:
     trace_id = root["context"]["trace_id"]  # type: ignore[index]
     names = {s["name"] for s in spans if s["context"]["trace_id"] == trace_id}  # type: ignore[index]
     assert {"CompactAndRefine.synthesize", "text_completion unknown", "embeddings unknown"} <= names
+
+
+def test_sampled_out_runs_make_no_spans_and_change_nothing(index: VectorStoreIndex) -> None:
+    """With a sampler that drops every trace, queries (plain and streamed) answer as before and
+    nothing is exported."""
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider(sampler=ALWAYS_OFF)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    LlamaIndexInstrumentor().instrument(tracer_provider=tracer_provider)
+    try:
+        plain = index.as_query_engine(similarity_top_k=1).query("Where is Paris?")
+        streamed = index.as_query_engine(similarity_top_k=1, streaming=True).query("Paris?")
+        text = "".join(streamed.response_gen)
+    finally:
+        LlamaIndexInstrumentor().uninstrument()
+    assert str(plain) == text == "text text text text text text"
+    assert exporter.get_finished_spans() == ()

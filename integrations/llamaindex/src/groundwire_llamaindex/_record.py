@@ -34,6 +34,7 @@ class Record:
         "open",
         "parent",
         "query",
+        "recording",
         "root",
         "span",
         "streaming_llm",
@@ -46,6 +47,8 @@ class Record:
         self.llama_id = llama_id
         self.kind = kind
         self.span = span
+        self.recording = span.is_recording()
+        """False when the sampler dropped the span: no value is read or written."""
         self.instance_id = instance_id
         """`id()` of the component, to fold its nested calls into this record."""
         self.parent = parent

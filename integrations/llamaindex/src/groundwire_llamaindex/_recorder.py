@@ -125,7 +125,8 @@ class Recorder:
         record = Record(llama_id, kind, span, id(instance), parent)
         if parent is not None:
             record.open.add(record)
-        self._start_values(record, instance, arguments)
+        if record.recording:
+            self._start_values(record, instance, arguments)
         self._records[llama_id] = record
 
     @staticmethod
@@ -155,6 +156,9 @@ class Recorder:
             record.waiting = True
             stream.outcome.waiting.append(record)
             return
+        if not record.recording:  # sampled out: nothing to write
+            self.end(record)
+            return
         kind = record.kind
         if kind == semconv.SPAN_KIND_RETRIEVER:
             self._end_retrieval(record, result)
@@ -182,7 +186,9 @@ class Recorder:
         record = self._records.get(llama_id)
         if record is None or record.llama_id != llama_id:
             return
-        if record.kind == semconv.SPAN_KIND_RETRIEVER:
+        if not record.recording:
+            self.end(record)
+        elif record.kind == semconv.SPAN_KIND_RETRIEVER:
             self._end_retrieval(record, (), error)
         elif record.kind == semconv.SPAN_KIND_RERANKER:
             self._end_rerank(record, (), error)
@@ -204,7 +210,7 @@ class Recorder:
         if handler is None or event.span_id is None:
             return
         record = self._records.get(event.span_id)
-        if record is not None and not record.ended:
+        if record is not None and record.recording and not record.ended:
             handler(record, event)
 
     def _on_chat_start(self, record: Record, event: LLMChatStartEvent) -> None:
