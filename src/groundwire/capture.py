@@ -222,7 +222,13 @@ class LiveContentStore:
         with self._lock:
             return self._items.pop(key, None)
 
+    def clear(self) -> None:
+        """Forget everything kept (for tests and shutdown)."""
+        with self._lock:
+            self._items.clear()
+
     def __len__(self) -> int:
+        """How many spans' content is kept."""
         with self._lock:
             return len(self._items)
 

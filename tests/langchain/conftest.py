@@ -57,7 +57,7 @@ def live_content() -> Iterator[None]:
     LIVE_CONTENT.enabled = True
     yield
     LIVE_CONTENT.enabled = False
-    LIVE_CONTENT._items.clear()
+    LIVE_CONTENT.clear()
 
 
 def roots(spans: tuple[ReadableSpan, ...] | list[ReadableSpan]) -> list[ReadableSpan]:
