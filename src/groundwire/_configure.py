@@ -200,7 +200,17 @@ class OnlineEvaluation:
     """Names of the integrations `configure()` instrumented."""
     _instrumentors: list[tuple[str, Any]] = field(default_factory=list)
     _prometheus_server: Any = None
+    _push_reader: MetricReader | None = None
     _closed: bool = False
+
+    @property
+    def prometheus_url(self) -> str | None:
+        """The scrape URL of the Prometheus endpoint, when one was asked for."""
+        server = self._prometheus_server
+        if server is None:
+            return None
+        host, port = server.server_address[:2]
+        return f"http://{host}:{port}/metrics"
 
     def stats(self) -> RunnerStats:
         """Turn counts: submitted, scored, errored, dropped, sampled out, in flight."""
@@ -210,8 +220,11 @@ class OnlineEvaluation:
         """Finish queued evaluations, then flush the providers; False if the deadline passed."""
         deadline = time.monotonic() + timeout_s
         ok = self.runner.force_flush(timeout_s)
-        for provider in (self.tracer_provider, self.meter_provider):
-            flush = getattr(provider, "force_flush", None)
+        meter_target = self.meter_provider
+        if self.owns_meter_provider:
+            meter_target = self._push_reader  # never flush the Prometheus pull reader
+        for target in (self.tracer_provider, meter_target):
+            flush = getattr(target, "force_flush", None)
             if flush is not None:
                 remaining_ms = max(0.0, deadline - time.monotonic()) * 1000
                 ok = bool(flush(int(remaining_ms))) and ok
@@ -372,6 +385,7 @@ def _configure(
         trace.set_tracer_provider(tracer_provider)
 
     readers: tuple[MetricReader, ...] = ()
+    push_reader: MetricReader | None = None
     prometheus_server = None
     meter_provider = meter_provider or metrics.get_meter_provider()
     owns_meter = not isinstance(meter_provider, SdkMeterProvider)
@@ -384,7 +398,7 @@ def _configure(
                 "groundwire.configure(); add a PrometheusMetricReader to it instead"
             )
     if owns_meter:
-        meter_provider = build_meter_provider(resource, choice, file, readers)
+        meter_provider, push_reader = build_meter_provider(resource, choice, file, readers)
         metrics.set_meter_provider(meter_provider)
 
     emitter = Emitter(tracer_provider=tracer_provider, meter_provider=meter_provider)
@@ -411,6 +425,7 @@ def _configure(
         instrumented=[name for name, _ in instrumented],
         _instrumentors=instrumented,
         _prometheus_server=prometheus_server,
+        _push_reader=push_reader,
     )
 
 

@@ -142,13 +142,16 @@ def build_meter_provider(
     choice: ExporterChoice,
     file: JsonLinesFile | None = None,
     extra_readers: tuple[MetricReader, ...] = (),
-) -> MeterProvider:
+) -> tuple[MeterProvider, MetricReader | None]:
     """An SDK meter provider with explicit-bucket views, exporting periodically (and any extras).
 
+    Returns the provider and its push reader (None for `none`): flush that one, not the provider,
+    since flushing a pull reader such as Prometheus' queues a stale copy for the next scrape.
     The export interval is the standard `OTEL_METRIC_EXPORT_INTERVAL` (milliseconds, default 60 s).
     """
     readers: list[MetricReader] = list(extra_readers)
     exporter = _metric_exporter(choice, file)
-    if exporter is not None:
-        readers.append(PeriodicExportingMetricReader(exporter))
-    return MeterProvider(resource=resource, metric_readers=readers, views=metric_views())
+    push = PeriodicExportingMetricReader(exporter) if exporter is not None else None
+    if push is not None:
+        readers.append(push)
+    return MeterProvider(resource=resource, metric_readers=readers, views=metric_views()), push
