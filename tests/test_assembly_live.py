@@ -284,3 +284,47 @@ def test_concurrent_traces_from_threads_all_complete() -> None:
     assert sorted(t.answer for t in turns) == sorted(f"a{n}" for n in range(16))
     assert all(t.context_texts == [f"d{t.answer[1:]}"] for t in turns)
     assert app.assembler.pending_traces == 0
+
+
+def _live_run(instrumentor: Any, run: Any, *, track_starts: bool) -> AssemblingProcessor:
+    """Run a real app under `instrumentor` with the assembling processor on its provider."""
+    processor = AssemblingProcessor(TurnAssembler(), track_starts=track_starts)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        run()
+    finally:
+        instrumentor.uninstrument()
+    return processor
+
+
+@pytest.mark.parametrize("track_starts", [True, False])
+def test_lcel_retrieval_step_is_never_an_inline_root(track_starts: bool) -> None:
+    """In a real LCEL chain only the outer chain is inline-evaluated, with or without `start`."""
+    from groundwire_langchain import LangChainInstrumentor
+    from tests.test_assembly_langchain import rag_chain
+
+    processor = _live_run(
+        LangChainInstrumentor(),
+        lambda: rag_chain(["Paris."]).invoke("What is the capital of France?"),
+        track_starts=track_starts,
+    )
+    assert [t.answer for t in processor.inline] == ["Paris."]
+    assert processor.inline == processor.completed
+
+
+def test_openinference_llamaindex_inner_query_waits_for_the_public_query() -> None:
+    """With `start`, LlamaIndex's nested `_query` span is not inline; the public `query` is."""
+    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+
+    from tests.test_assembly_llamaindex import QUESTION, build_index, engine
+
+    index = build_index()
+    processor = _live_run(
+        LlamaIndexInstrumentor(), lambda: engine(index).query(QUESTION), track_starts=True
+    )
+    (turn,) = processor.completed
+    assert processor.inline == [turn]
+    root = next(s for s in processor.ended if s.parent is None)
+    assert turn.span_id == format(root.context.span_id, "016x")  # type: ignore[union-attr]

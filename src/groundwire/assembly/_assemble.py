@@ -144,9 +144,9 @@ class TurnAssembler:
         """The turn rooted at `span`, built from its ended descendants, without consuming them.
 
         For a span that is still open (inline evaluation, just before it ends). Returns None
-        unless `span` is a turn root when taken as the outermost span of its trace, and (when
-        `start` is called) no open ancestor made by the same instrumentation could still absorb
-        it. Exact for a local root; see docs/assembly.md, "Live assembly".
+        unless `span` is a turn root when taken as the outermost span of its trace; a nested span
+        must also be answering, and (when `start` is called) have no open ancestor from the same
+        instrumentation that could still absorb it. See docs/assembly.md, "Live assembly".
         """
         if not _may_be_root(span, self._live):
             return None
@@ -160,6 +160,8 @@ class TurnAssembler:
         roots = snapshot.turn_roots(reader, span.span_id)
         if len(roots) != 1 or roots[0].span_id != span.span_id:
             return None
+        if not span.is_local_root and not snapshot.answering(reader, span.span_id):
+            return None  # e.g. LCEL's `retriever | format` step: a turn only if nothing encloses it
         return build_turn(snapshot, span, reader)
 
     def start(self, span: SpanRecord) -> None:
@@ -204,6 +206,7 @@ class TurnAssembler:
             len(self._traces) > self._max_traces or self._span_count > self._max_spans
         ):
             trace_id, tree = self._traces.popitem(last=False)
+            SpanReader(self._live).release(iter(tree.spans.values()))
             self._span_count -= len(tree)
             self.evicted_traces += 1
             self.evicted_spans += len(tree)

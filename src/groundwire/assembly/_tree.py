@@ -123,6 +123,25 @@ class TraceTree:
             summaries[span_id] = summary
         return summaries[top].roots
 
+    def answering(self, reader: SpanReader, span_id: str) -> bool:
+        """True when a model call under `span_id` starts after one of its retrievers ended."""
+        first_retriever_end: int | None = None
+        last_generation_start: int | None = None
+        for record in self.subtree(span_id):
+            if record.span_id == span_id:
+                continue
+            kind = reader.kind(record)
+            if kind == KIND_RETRIEVER:
+                end = record.end_time_ns if record.end_time_ns is not None else record.start_time_ns
+                first_retriever_end = _min(first_retriever_end, end)
+            elif kind == KIND_GENERATION:
+                last_generation_start = _max(last_generation_start, record.start_time_ns)
+        return (
+            first_retriever_end is not None
+            and last_generation_start is not None
+            and last_generation_start >= first_retriever_end
+        )
+
     @staticmethod
     def _merge(reader: SpanReader, into: _Summary, child: SpanRecord, below: _Summary) -> None:
         """Fold a child (itself and its subtree's summary) into its parent's summary."""
