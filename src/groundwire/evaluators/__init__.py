@@ -38,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "LangChainGenerator": "groundwire.evaluators.erag",
     "LlamaIndexGenerator": "groundwire.evaluators.erag",
     "OpenAIGenerator": "groundwire.evaluators.erag",
+    "attach_expected": "groundwire.evaluators.erag",
+    "load_expected": "groundwire.evaluators.erag",
     "Quote": "groundwire.evaluators.quoted_spans",
     "QuotedSpans": "groundwire.evaluators.quoted_spans",
     "find_quotes": "groundwire.evaluators.quoted_spans",

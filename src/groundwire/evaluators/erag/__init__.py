@@ -20,6 +20,7 @@ from groundwire.evaluators.erag._downstream import (
     token_f1,
 )
 from groundwire.evaluators.erag._erag import ERAG
+from groundwire.evaluators.erag._expected import attach_expected, load_expected
 from groundwire.evaluators.erag._generators import (
     DEFAULT_PROMPT,
     AsyncTextGenerator,
@@ -53,11 +54,13 @@ __all__ = [
     "TextGenerator",
     "aerag_score",
     "as_text_generator",
+    "attach_expected",
     "batchify_downstream_metric",
     "batchify_text_generator",
     "contains",
     "erag_score",
     "exact_match",
+    "load_expected",
     "normalize_answer",
     "rouge_l",
     "score_relevance_labels",
