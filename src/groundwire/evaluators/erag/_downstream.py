@@ -63,6 +63,7 @@ def normalize_answer(text: str) -> str:
 
 
 def _golds(gold_answers: Sequence[str], metric: str) -> Sequence[str]:
+    """The gold answers as a sequence (a lone str is one answer); empty is an error."""
     if isinstance(gold_answers, str):
         return (gold_answers,)
     if len(gold_answers) == 0:
@@ -78,6 +79,7 @@ def exact_match(output: str, gold_answers: Sequence[str]) -> float:
 
 
 def _f1(predicted: Sequence[str], gold: Sequence[str], overlap: int) -> float:
+    """F1 of an overlap count between two token lists (both empty counts as a match)."""
     if not predicted or not gold:
         return float(len(predicted) == len(gold))
     if overlap == 0:

@@ -89,6 +89,7 @@ class ERAG:
         return self._name
 
     async def _generate(self, query: str, documents: Sequence[str]) -> list[Generation]:
+        """One generation per document, concurrently when the generator allows it."""
         generator = self.generator
         if isinstance(generator, BatchedGenerator):
             return list(
@@ -141,6 +142,7 @@ class ERAG:
         )
 
     def _explain(self, labels: Sequence[float], value: float) -> str:
+        """The score's one-sentence explanation."""
         if all(label in (0, 1) for label in labels):
             useful = sum(1 for label in labels if label == 1)
             lead = f"{useful} of {len(labels)} documents alone led to an expected answer"

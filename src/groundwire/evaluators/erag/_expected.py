@@ -24,6 +24,7 @@ JoinKey = Literal["query", "trace_id"]
 
 
 def _answers(value: Any, where: str) -> list[str]:
+    """A record's answers as a non-empty list of strings, or an error naming `where`."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, list) and value and all(isinstance(a, str) for a in value):
@@ -32,6 +33,7 @@ def _answers(value: Any, where: str) -> list[str]:
 
 
 def _key(text: str) -> str:
+    """A query as a join key: whitespace collapsed."""
     return " ".join(text.split())
 
 

@@ -81,6 +81,7 @@ def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def _check_concurrency(max_concurrency: int) -> int:
+    """The limit, if it is a positive int; else a ValueError naming it."""
     if (
         isinstance(max_concurrency, bool)
         or not isinstance(max_concurrency, int)
@@ -91,6 +92,7 @@ def _check_concurrency(max_concurrency: int) -> int:
 
 
 def _check_prompt(prompt: PromptSpec) -> PromptSpec:
+    """The prompt, if it is a callable or a template using only {query} and {context}."""
     if callable(prompt):
         return prompt
     if not isinstance(prompt, str):
@@ -216,6 +218,7 @@ class FunctionGenerator(BatchedGenerator):
         return self._is_async or self.max_concurrency > 1
 
     async def _acall(self, model_input: Any) -> Generation:
+        """Run the function on the loop (async) or in our worker threads (sync)."""
         query, documents = model_input
         if self._is_async:
             result = await self.function(query, documents)  # type: ignore[misc]
@@ -230,6 +233,7 @@ class FunctionGenerator(BatchedGenerator):
 
     @staticmethod
     def _text(result: object, query: str) -> str:
+        """The function's result, checked to be a str."""
         if inspect.isawaitable(result):
             if inspect.iscoroutine(result):
                 result.close()

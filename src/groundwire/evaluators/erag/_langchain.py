@@ -41,6 +41,7 @@ def message_text(result: Any) -> str:
 
 
 def _usage(result: Any) -> tuple[int, int]:
+    """Input and output tokens from a message's `usage_metadata` (0, 0 when absent)."""
     usage = getattr(result, "usage_metadata", None)
     if not isinstance(usage, Mapping):
         return 0, 0
@@ -73,6 +74,7 @@ class LangChainGenerator(BatchedGenerator):
         self.config = dict(config) if config is not None else None
 
     async def _acall(self, model_input: Any) -> Generation:
+        """One `ainvoke` of the runnable."""
         result = await self.runnable.ainvoke(model_input, self.config)
         input_tokens, output_tokens = _usage(result)
         return Generation(message_text(result), input_tokens, output_tokens)

@@ -20,6 +20,7 @@ __all__ = ["LlamaIndexGenerator"]
 
 
 def _usage(raw: Any) -> tuple[int, int]:
+    """Prompt and completion tokens from an OpenAI-style raw response (0, 0 when absent)."""
     usage = raw.get("usage") if isinstance(raw, Mapping) else getattr(raw, "usage", None)
     if usage is None:
         return 0, 0
@@ -48,6 +49,7 @@ class LlamaIndexGenerator(BatchedGenerator):
         self.llm = llm
 
     async def _acall(self, model_input: Any) -> Generation:
+        """One `acomplete` (str input) or `achat` (message list) call."""
         if isinstance(model_input, str):
             response = await self.llm.acomplete(model_input)
             text = response.text

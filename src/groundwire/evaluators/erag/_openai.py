@@ -65,6 +65,7 @@ class OpenAIGenerator(BatchedGenerator):
         self._clients_lock = threading.Lock()
 
     def _client_for_loop(self) -> Any:
+        """The given client, or the one built for the running event loop."""
         if self._client is not None:
             return self._client
         loop = asyncio.get_running_loop()
@@ -85,6 +86,7 @@ class OpenAIGenerator(BatchedGenerator):
             await client.close()
 
     def _messages(self, model_input: Any) -> list[Any]:
+        """The chat messages for a prompt: a str becomes one user message."""
         if isinstance(model_input, str):
             return [{"role": "user", "content": model_input}]
         if isinstance(model_input, list):
@@ -94,6 +96,7 @@ class OpenAIGenerator(BatchedGenerator):
         )
 
     async def _acall(self, model_input: Any) -> Generation:
+        """One chat-completions request."""
         request: dict[str, Any] = {"model": self.model, "messages": self._messages(model_input)}
         if self.temperature is not None:
             request["temperature"] = self.temperature

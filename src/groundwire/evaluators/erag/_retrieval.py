@@ -121,6 +121,7 @@ def check_label(value: Any, query: str, position: int, document: str | None = No
 
 @functools.cache
 def _pytrec_eval_or_none() -> Any:
+    """The `pytrec_eval` module, or None when it is not installed."""
     try:
         import pytrec_eval  # lazy: only binary labels need trec_eval
     except ImportError:
@@ -129,6 +130,7 @@ def _pytrec_eval_or_none() -> Any:
 
 
 def _pytrec_eval() -> Any:
+    """The `pytrec_eval` module, or an ImportError saying which extra to install."""
     module = _pytrec_eval_or_none()
     if module is None:
         raise ImportError(
@@ -158,6 +160,7 @@ def _trec_keys(names: frozenset[str]) -> tuple[str, ...]:
 def _binary(
     labels: Mapping[str, Sequence[Label]], metrics: Sequence[RetrievalMetric]
 ) -> dict[str, dict[str, float]]:
+    """Metrics from 0/1 labels through trec_eval; empty lists score 0."""
     pytrec_eval = _pytrec_eval()
     ranked = {query: ls for query, ls in labels.items() if ls}
     qrel = {q: {str(j): int(label) for j, label in enumerate(ls)} for q, ls in ranked.items()}
@@ -186,6 +189,7 @@ def _binary(
 def _continuous(
     labels: Mapping[str, Sequence[Label]], metrics: Sequence[RetrievalMetric]
 ) -> dict[str, dict[str, float]]:
+    """P and success from continuous labels, cut as trec_eval cuts (divide by k)."""
     unsupported = [m.name for m in metrics if m.measure not in CONTINUOUS_MEASURES]
     if unsupported:
         raise ValueError(

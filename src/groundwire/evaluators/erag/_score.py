@@ -46,6 +46,8 @@ Positions = list[dict[str, list[str]]]
 
 @dataclass(frozen=True)
 class _Checked:
+    """Validated inputs of one eRAG run, with the per-rank generator batches."""
+
     retrieval_results: Mapping[str, Sequence[str]]
     expected_outputs: Mapping[str, Any]
     downstream: BatchDownstreamMetric
@@ -56,6 +58,7 @@ class _Checked:
 def _check_keys(
     retrieval_results: Mapping[str, Sequence[str]], expected_outputs: Mapping[str, Any]
 ) -> None:
+    """Raise naming the queries that only one of the two mappings has."""
     no_expected = [query for query in retrieval_results if query not in expected_outputs]
     no_results = [query for query in expected_outputs if query not in retrieval_results]
     if no_expected or no_results:
@@ -75,6 +78,7 @@ def _check_inputs(
     downstream_metric: BatchDownstreamMetric | str,
     retrieval_metrics: Iterable[str],
 ) -> _Checked:
+    """Validate every argument before any model is called."""
     for argument, value in (
         ("retrieval_results", retrieval_results),
         ("expected_outputs", expected_outputs),
@@ -109,6 +113,7 @@ def _check_inputs(
 
 
 def _check_cover(what: str, position: int, wanted: Mapping[str, Any], got: Any) -> None:
+    """Raise unless `got` is a mapping over exactly the queries of `wanted`."""
     if not isinstance(got, Mapping):
         raise TypeError(
             f"the {what} returned {type(got).__name__} at rank {position}; expected a dict "
@@ -138,15 +143,18 @@ def _label_rank(
 
 
 def _new_labels(checked: _Checked) -> dict[str, list[Label]]:
+    """An empty label list per query."""
     return {query: [] for query in checked.retrieval_results}
 
 
 def _finish(labels: Mapping[str, Sequence[Label]], checked: _Checked) -> dict[str, Any]:
+    """Retrieval metrics over the labels, per query and aggregated."""
     per_input = score_labels(labels, checked.metrics)
     return {"per_input": per_input, "aggregated": aggregate(per_input)}
 
 
 def _label_all(checked: _Checked, outputs: Sequence[Any]) -> dict[str, Any]:
+    """Label every rank's outputs, in rank order, then compute the metrics."""
     labels = _new_labels(checked)
     for position, generated in enumerate(outputs):
         _label_rank(checked, position, generated, labels)
@@ -154,6 +162,7 @@ def _label_all(checked: _Checked, outputs: Sequence[Any]) -> dict[str, Any]:
 
 
 async def _agenerate_all(generator: AsyncTextGenerator, positions: Positions) -> list[Any]:
+    """Generate every rank at once (the generator's limit bounds the calls)."""
     return list(await asyncio.gather(*(generator.agenerate(inputs) for inputs in positions)))
 
 
