@@ -216,6 +216,28 @@ def test_pending_spans_are_bounded() -> None:
     assert (assembler.pending_spans, assembler.evicted_spans, assembler.evicted_traces) == (1, 3, 1)
 
 
+def test_evicted_traces_can_be_resolved_instead_of_dropped() -> None:
+    """With `resolve_evicted`, an evicted trace's finished turns come back from `add`."""
+    assembler = TurnAssembler(max_traces=1, resolve_evicted=True)
+    retriever = {KIND: "RETRIEVER", "retrieval.documents.0.document.content": "d"}
+    assembler.add(_record(1, 11, 10, **retriever))
+    assembler.add(_record(1, 10, 9, **{KIND: "CHAIN", "input.value": "q", "output.value": "a"}))
+    (turn,) = assembler.add(_record(2, 20, 19))
+    assert (turn.answer, assembler.evicted_traces, assembler.pending_traces) == ("a", 1, 1)
+
+
+def test_dropped_traces_release_their_live_content() -> None:
+    """Evicting a trace (default: drop) also frees the hidden text kept for its spans."""
+    store = LiveContentStore()
+    store.enabled = True
+    assembler = TurnAssembler(max_traces=1, live_content=store)
+    first = _record(1, 11, 10)
+    store.put(first.key, LiveContent(input="secret"))
+    assert assembler.add(first) == []
+    assert assembler.add(_record(2, 20, 19)) == []
+    assert (len(store), assembler.evicted_traces) == (0, 1)
+
+
 def test_spans_ending_after_their_root_are_counted_not_kept() -> None:
     """A child ending after its trace's root was released is ignored and counted."""
     assembler = TurnAssembler()

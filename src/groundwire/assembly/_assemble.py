@@ -10,6 +10,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from groundwire import semconv
 from groundwire._types import RagTurn
@@ -19,13 +20,16 @@ from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
 from groundwire.capture import LiveContentStore
 
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
 __all__ = ["TurnAssembler", "turns_from_spans"]
 
 logger = logging.getLogger("groundwire.assembly")
 
 
 def turns_from_spans(
-    spans: Iterable[object], *, live_content: LiveContentStore | None = None
+    spans: Iterable[ReadableSpan | SpanRecord], *, live_content: LiveContentStore | None = None
 ) -> list[RagTurn]:
     """Every RAG turn in `spans` (SDK `ReadableSpan`s or `SpanRecord`s), by trace then start time.
 
@@ -45,6 +49,7 @@ def turns_from_spans(
 
 
 def _record(span: object) -> SpanRecord:
+    """Normalise one input span; anything else is a TypeError naming its type."""
     if isinstance(span, SpanRecord):
         return span
     from opentelemetry.sdk.trace import ReadableSpan
@@ -57,12 +62,19 @@ def _record(span: object) -> SpanRecord:
 
 
 def _assemble(tree: TraceTree, reader: SpanReader, top: str | None = None) -> list[RagTurn]:
+    """The turns of one trace (or of the subtree under `top`), by root start time.
+
+    Whatever a strange trace makes fail loses that trace only (logged at debug level).
+    """
     turns: list[RagTurn] = []
-    roots = sorted(tree.turn_roots(reader, top), key=lambda root: root.start_time_ns)
-    for root in roots:
-        turn = build_turn(tree, root, reader)
-        if turn is not None:
-            turns.append(turn)
+    try:
+        roots = sorted(tree.turn_roots(reader, top), key=lambda root: root.start_time_ns)
+        for root in roots:
+            turn = build_turn(tree, root, reader)
+            if turn is not None:
+                turns.append(turn)
+    except Exception:
+        logger.debug("a trace could not be assembled; skipped", exc_info=True)
     return turns
 
 
@@ -73,7 +85,9 @@ class TurnAssembler:
     is resolved exactly as `turns_from_spans` would, its turns are returned and its spans released.
     `start` each starting span (optional) to let `turn_for` tell a final root from a nested one.
     Memory is bounded: past `max_traces` pending traces or `max_spans` pending spans the oldest
-    traces are dropped and counted in `evicted_traces` / `evicted_spans`.
+    traces are evicted and counted in `evicted_traces` / `evicted_spans`: dropped, or, with
+    `resolve_evicted=True` (streaming a file whose roots have remote parents), resolved as they
+    stand and returned by the `add` that evicted them.
     """
 
     def __init__(
@@ -82,7 +96,9 @@ class TurnAssembler:
         max_traces: int = 1_000,
         max_spans: int = 50_000,
         live_content: LiveContentStore | None = None,
+        resolve_evicted: bool = False,
     ) -> None:
+        """Set the pending limits; `live_content` supplies text hidden on spans."""
         for name, value in (("max_traces", max_traces), ("max_spans", max_spans)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(
@@ -91,15 +107,16 @@ class TurnAssembler:
         self._max_traces = max_traces
         self._max_spans = max_spans
         self._live = live_content
+        self._resolve_evicted = resolve_evicted
         self._lock = threading.Lock()
         self._traces: OrderedDict[str, TraceTree] = OrderedDict()
         self._done: OrderedDict[str, None] = OrderedDict()
         self._open: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
         self._span_count = 0
         self.evicted_traces = 0
-        """Traces dropped unresolved because the pending limits were reached."""
+        """Traces evicted because the pending limits were reached."""
         self.evicted_spans = 0
-        """Spans dropped with those traces."""
+        """Spans evicted with those traces."""
         self.late_spans = 0
         """Spans that ended after their trace's local root had ended (ignored)."""
 
@@ -126,19 +143,29 @@ class TurnAssembler:
             before = len(tree)
             tree.add(span)
             self._span_count += len(tree) - before
-            if not span.is_local_root:
-                self._evict()
-                return []
-            del self._traces[span.trace_id]
-            self._span_count -= len(tree)
-            self._done[span.trace_id] = None
-            while len(self._done) > self._max_traces:
-                self._done.popitem(last=False)
-        reader = SpanReader(self._live)
-        try:
-            return _assemble(tree, reader)
-        finally:
+            if span.is_local_root:
+                del self._traces[span.trace_id]
+                self._span_count -= len(tree)
+                self._mark_done(span.trace_id)
+                ready = [tree]
+            else:
+                ready = self._evict()
+        return self._resolve(ready)
+
+    def _resolve(self, trees: list[TraceTree]) -> list[RagTurn]:
+        """Assemble released traces (outside the lock) and drop their live content."""
+        turns: list[RagTurn] = []
+        for tree in trees:
+            reader = SpanReader(self._live)
+            turns.extend(_assemble(tree, reader))
             reader.release(iter(tree.spans.values()))
+        return turns
+
+    def _mark_done(self, trace_id: str) -> None:
+        """Remember a released trace so its late spans are not kept (lock held)."""
+        self._done[trace_id] = None
+        while len(self._done) > self._max_traces:
+            self._done.popitem(last=False)
 
     def turn_for(self, span: SpanRecord) -> RagTurn | None:
         """The turn rooted at `span`, built from its ended descendants, without consuming them.
@@ -193,24 +220,25 @@ class TurnAssembler:
             self._traces.clear()
             self._open.clear()
             self._span_count = 0
-        turns: list[RagTurn] = []
-        reader = SpanReader(self._live)
-        for tree in trees:
-            turns.extend(_assemble(tree, reader))
-            reader.release(iter(tree.spans.values()))
-        return turns
+        return self._resolve(trees)
 
-    def _evict(self) -> None:
-        """Drop the oldest pending traces until both limits hold (called under the lock)."""
+    def _evict(self) -> list[TraceTree]:
+        """Evict the oldest traces until both limits hold (lock held); return those to resolve."""
+        evicted: list[TraceTree] = []
         while self._traces and (
             len(self._traces) > self._max_traces or self._span_count > self._max_spans
         ):
             trace_id, tree = self._traces.popitem(last=False)
-            SpanReader(self._live).release(iter(tree.spans.values()))
             self._span_count -= len(tree)
             self.evicted_traces += 1
             self.evicted_spans += len(tree)
             logger.debug("trace %s evicted with %d pending spans", trace_id, len(tree))
+            evicted.append(tree)
+        if self._resolve_evicted:
+            return evicted
+        for tree in evicted:
+            SpanReader(self._live).release(iter(tree.spans.values()))
+        return []
 
 
 def _may_be_root(span: SpanRecord, live: LiveContentStore | None) -> bool:

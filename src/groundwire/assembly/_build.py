@@ -150,6 +150,7 @@ def _attributes(
 
 
 def _framework(root: SpanRecord, spans: list[SpanRecord]) -> str | None:
+    """`groundwire.framework` from any span, else guessed from the root's tracer name."""
     for span in spans:
         value = span.attributes.get(semconv.GROUNDWIRE_FRAMEWORK)
         if isinstance(value, str) and value:

@@ -85,6 +85,7 @@ def answer_text(value: Any) -> str | None:
 
 
 def _find(value: Any, keys: Sequence[str], roles: frozenset[str], depth: int) -> str | None:
+    """Dispatch on the value's shape; None when nothing textual is found."""
     if depth > _MAX_DEPTH:
         return None
     if isinstance(value, str):
@@ -99,6 +100,7 @@ def _find(value: Any, keys: Sequence[str], roles: frozenset[str], depth: int) ->
 def _from_mapping(
     value: Mapping[Any, Any], keys: Sequence[str], roles: frozenset[str], depth: int
 ) -> str | None:
+    """A message's text, then known keys, wrappers, a lone entry, a lone string value."""
     if _role(value) is not None:
         text = _message_text(value)
         if text is not None:
@@ -124,6 +126,7 @@ def _from_mapping(
 def _from_sequence(
     value: Sequence[Any], keys: Sequence[str], roles: frozenset[str], depth: int
 ) -> str | None:
+    """The last message of the wanted role (else the last message); a one-item list's item."""
     messages = [item for item in value if isinstance(item, Mapping) and _role(item) is not None]
     if messages:
         preferred = [item for item in messages if _role(item) in roles]
@@ -166,6 +169,7 @@ def _message_text(message: Mapping[Any, Any]) -> str | None:
 
 
 def _parts_text(content: Any) -> str | None:
+    """Text of a message `content`: a string, or the joined text parts of a list."""
     if isinstance(content, str):
         return content if content.strip() else None
     if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):

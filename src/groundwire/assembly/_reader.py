@@ -82,6 +82,7 @@ class SpanReader:
     """
 
     def __init__(self, live_content: LiveContentStore | None) -> None:
+        """Start with empty caches; `live_content` may be None (no hidden text to recover)."""
         self._live_store = live_content
         self._live: dict[str, LiveContent | None] = {}
         self._kinds: dict[str, str] = {}
@@ -145,6 +146,7 @@ class SpanReader:
         return isinstance(value, str) and _STREAM_PLACEHOLDER.search(value) is not None
 
     def _read_query(self, record: SpanRecord) -> str | None:
+        """Live input, `input.value`, GenAI input messages, then the retrieval/reranker query."""
         attributes = record.attributes
         live = self.live(record)
         mime = attributes.get(semconv.INPUT_MIME_TYPE)
@@ -166,6 +168,7 @@ class SpanReader:
         return _first_text(record, sources, query_text)
 
     def _read_answer(self, record: SpanRecord) -> str | None:
+        """Live output, `output.value`, then GenAI output messages."""
         attributes = record.attributes
         live = self.live(record)
         mime = attributes.get(semconv.OUTPUT_MIME_TYPE)
@@ -226,6 +229,7 @@ class SpanReader:
 def _first_text(
     record: SpanRecord, sources: list[tuple[str, Any, Any]], extract: Any
 ) -> str | None:
+    """The first source (in order) whose decoded value yields text; bad types are skipped."""
     for where, raw, mime in sources:
         if raw is None:
             continue
@@ -243,6 +247,7 @@ def _first_text(
 
 
 def _first_string(record: SpanRecord, keys: Sequence[str]) -> str | None:
+    """The first non-empty string attribute among `keys`."""
     for key in keys:
         value = record.attributes.get(key)
         if isinstance(value, str) and value:
@@ -251,6 +256,7 @@ def _first_string(record: SpanRecord, keys: Sequence[str]) -> str | None:
 
 
 def _with_rank(document: Context, rank: int) -> Context:
+    """`document` with its rank set (copied only when it changes)."""
     return document if document.rank == rank else document.model_copy(update={"rank": rank})
 
 
@@ -327,6 +333,7 @@ def _document(
 
 
 def _score(value: Any) -> float | None:
+    """A finite float from a number or numeric string, else None."""
     if isinstance(value, bool) or value is None:
         return None
     try:
@@ -337,6 +344,7 @@ def _score(value: Any) -> float | None:
 
 
 def _metadata(value: Any) -> dict[str, Any] | None:
+    """A dict from a JSON object string or a mapping, else None."""
     if isinstance(value, str):
         value = decode(value, semconv.MIME_JSON)
     if isinstance(value, Mapping):

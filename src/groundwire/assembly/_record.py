@@ -69,6 +69,7 @@ class SpanRecord:
     """The name of the tracer that made the span, e.g. `openinference.instrumentation.langchain`."""
 
     def __post_init__(self) -> None:
+        """Validate every field, naming the one that is wrong."""
         if not isinstance(self.trace_id, str) or not _TRACE_ID.fullmatch(self.trace_id):
             raise ValueError(
                 f"SpanRecord.trace_id must be 32 lower-case hex digits, got {self.trace_id!r}"
@@ -99,6 +100,7 @@ class SpanRecord:
             raise TypeError(f"SpanRecord.resource must be a mapping, got {self.resource!r}")
 
     def __hash__(self) -> int:
+        """Hash by identity in the trace: `(trace_id, span_id)`."""
         return hash((self.trace_id, self.span_id))
 
     @property

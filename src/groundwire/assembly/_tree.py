@@ -37,6 +37,7 @@ class TraceTree:
     """The spans of one trace, indexed by id and by parent. Spans are unique by span id."""
 
     def __init__(self, records: Iterable[SpanRecord] = ()) -> None:
+        """Index `records` (later duplicates of a span id replace earlier ones)."""
         self.spans: dict[str, SpanRecord] = {}
         self.children: dict[str, list[str]] = {}
         for record in records:
@@ -57,6 +58,7 @@ class TraceTree:
             self.children.setdefault(parent, []).append(record.span_id)
 
     def __len__(self) -> int:
+        """The number of spans held."""
         return len(self.spans)
 
     def tops(self) -> list[str]:
@@ -158,6 +160,7 @@ class TraceTree:
 
     @staticmethod
     def _is_candidate(reader: SpanReader, record: SpanRecord) -> bool:
+        """A plain step with an input, an answer (or stream placeholder) in its output."""
         return (
             reader.kind(record) == KIND_OTHER
             and reader.has_input(record)
@@ -166,8 +169,10 @@ class TraceTree:
 
 
 def _min(a: int | None, b: int | None) -> int | None:
+    """The smaller of two optional ints."""
     return b if a is None else a if b is None else min(a, b)
 
 
 def _max(a: int | None, b: int | None) -> int | None:
+    """The larger of two optional ints."""
     return b if a is None else a if b is None else max(a, b)
