@@ -200,3 +200,22 @@ def test_openai_server_error_propagates(openai_server: OpenAIServer) -> None:
     generator = OpenAIGenerator("m", base_url=openai_server.base_url, api_key="test", max_retries=0)
     with pytest.raises(openai.InternalServerError, match="boom"):
         erag_score({"q": ["d"]}, {"q": ["x"]}, generator, "contains", ["P_1"])
+
+
+def test_aerag_score_equals_erag_score() -> None:
+    """The async form gives the sync form's result, for adapters and plain callables alike."""
+    from groundwire.evaluators.erag import aerag_score
+
+    retrieval = {"q1": ["paris, of course", "rome"], "q2": ["nothing", "berlin it is"]}
+    expected = {"q1": ["Paris"], "q2": ["Berlin"]}
+    metrics = ["P", "success_1", "map"]
+
+    def echo(inputs: dict[str, list[str]]) -> dict[str, str]:
+        return {query: documents[0] for query, documents in inputs.items()}
+
+    parrot = LangChainGenerator(ParrotFakeChatModel(), prompt="{context}")
+    sync = erag_score(retrieval, expected, echo, "contains", metrics)
+    assert sync["aggregated"] == {"P": 0.5, "success_1": 0.5, "map": 0.75}
+    for generator in (echo, parrot):
+        assert asyncio.run(aerag_score(retrieval, expected, generator, "contains", metrics)) == sync
+    assert erag_score(retrieval, expected, parrot, "contains", metrics) == sync
