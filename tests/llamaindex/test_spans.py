@@ -11,6 +11,7 @@ import pytest
 from llama_index.core import VectorStoreIndex
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.tools import FunctionTool
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
@@ -405,3 +406,49 @@ def test_llm_provider_from_package(module: str, provider: str | None) -> None:
     assert describe_llm(fake, "chat", attributes) == "chat m-1"
     assert attributes.get("gen_ai.provider.name") == provider
     assert attributes.get("llm.provider") == provider
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_chat_engine(traces: Traces, index: VectorStoreIndex, streaming: bool) -> None:
+    """A context chat engine's turn is one tree; streamed, its root ends with the whole answer."""
+    engine = index.as_chat_engine(chat_mode="context", similarity_top_k=1)
+    if streaming:
+        response = engine.stream_chat("Tell me about Paris")
+        answer = "".join(response.response_gen)
+    else:
+        answer = str(engine.chat("Tell me about Paris"))
+
+    (root,) = traces.roots()
+    method = "stream_chat" if streaming else "chat"
+    assert traces.tree(root) == (
+        f"ContextChatEngine.{method}",
+        (
+            (traces.one("RETRIEVER").name, (("embeddings unknown", ()),)),
+            ("CompactAndRefine.synthesize", (("text_completion unknown", ()),)),
+        ),
+    )
+    assert answer == MOCK_ANSWER
+    assert _attributes(root)["input.value"] == "Tell me about Paris"
+    assert _attributes(root)["output.value"] == MOCK_ANSWER
+
+
+def test_tool_span(traces: Traces) -> None:
+    """A LlamaIndex tool call is a TOOL span with its arguments as JSON and its output as text."""
+    tool = FunctionTool.from_defaults(fn=_add)
+    assert str(tool.call(a=2, b=3)) == "5"
+
+    (span,) = traces.spans
+    assert span.name == "FunctionTool.call"
+    attributes = _attributes(span)
+    assert attributes.pop("openinference.span.kind") == "TOOL"
+    assert attributes.pop("groundwire.framework") == "llamaindex"
+    assert json.loads(attributes.pop("input.value")) == {"kwargs": {"a": 2, "b": 3}}
+    assert attributes.pop("input.mime_type") == "application/json"
+    assert attributes.pop("output.value") == "5"
+    assert attributes.pop("output.mime_type") == "text/plain"
+    assert attributes == {}
+
+
+def _add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b

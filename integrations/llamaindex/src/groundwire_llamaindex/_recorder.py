@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
+from llama_index.core.chat_engine.types import StreamingAgentChatResponse
 from llama_index.core.instrumentation.events.exception import ExceptionEvent
 from llama_index.core.instrumentation.events.llm import (
     LLMChatEndEvent,
@@ -452,10 +453,30 @@ class Recorder:
             stream = AsyncTokenStream(
                 inner, self._pending_span_id(inner), StreamOutcome(self.finish_stream)
             )
+        elif isinstance(result, StreamingAgentChatResponse):
+            return self._chat_stream_of(result)
         else:
             return None
         result.response_gen = stream  # type: ignore[assignment]
         return stream
+
+    def _chat_stream_of(
+        self, result: StreamingAgentChatResponse
+    ) -> TokenStream | AsyncTokenStream | None:
+        """The wrapper of a streaming chat response's `chat_stream` or `achat_stream`."""
+        if isinstance(result.chat_stream, TokenStream):
+            return result.chat_stream
+        if isinstance(result.achat_stream, AsyncTokenStream):
+            return result.achat_stream
+        if result.chat_stream is not None:
+            stream = TokenStream(result.chat_stream, None, StreamOutcome(self.finish_stream))
+            result.chat_stream = stream  # type: ignore[assignment]
+            return stream
+        if result.achat_stream is not None:
+            astream = AsyncTokenStream(result.achat_stream, None, StreamOutcome(self.finish_stream))
+            result.achat_stream = astream  # type: ignore[assignment]
+            return astream
+        return None
 
     def _pending_span_id(self, generator: object) -> str | None:
         with self._pending_lock:

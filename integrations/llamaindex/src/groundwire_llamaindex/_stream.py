@@ -1,7 +1,8 @@
 """Streaming answers: keep the query's spans open until the token stream is consumed.
 
 A streaming query engine returns before any token exists; the LLM runs while the caller
-iterates. The wrappers here stand in for `StreamingResponse.response_gen`: they collect the
+iterates. The wrappers here stand in for `StreamingResponse.response_gen` (and a streaming chat
+response's `chat_stream`): they collect the
 text, end the waiting spans with it when the stream ends (or fails, or is dropped), and run
 each step with LlamaIndex's active span set to the synthesizer call that made the stream, so
 the LLM's span gets its parent from LlamaIndex's own parent id.
@@ -30,6 +31,13 @@ class StreamOutcome:
         self._done = False
         self.parts: list[str] = []
         self.waiting: list[Record] = []
+
+    def add(self, item: object) -> None:
+        """Keep the text of one streamed item: a string token or a chat response's delta."""
+        if not isinstance(item, str):
+            item = getattr(item, "delta", None)
+        if isinstance(item, str):
+            self.parts.append(item)
 
     def finish(self, error: BaseException | None, exhausted: bool) -> None:
         """End every waiting record with the streamed text (when there is any) and `error`."""
@@ -66,8 +74,7 @@ class TokenStream(Iterator[str]):
         finally:
             if token is not None:
                 active_span_id.reset(token)
-        if isinstance(item, str):
-            self.outcome.parts.append(item)
+        self.outcome.add(item)
         return item  # type: ignore[no-any-return]
 
     def close(self) -> None:
@@ -107,8 +114,7 @@ class AsyncTokenStream(AsyncIterator[str]):
         finally:
             if token is not None:
                 active_span_id.reset(token)
-        if isinstance(item, str):
-            self.outcome.parts.append(item)
+        self.outcome.add(item)
         return item  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:

@@ -70,7 +70,7 @@ def input_of(arguments: Mapping[str, Any]) -> Value | None:
 
 
 def output_of(result: object) -> Value | None:
-    """A call's output: a Response's or string's text as plain text, anything else as JSON."""
+    """A call's output: the text of a string, Response or tool output; anything else as JSON."""
     if result is None:
         return None
     if isinstance(result, str):
@@ -81,6 +81,9 @@ def output_of(result: object) -> Value | None:
             return text, semconv.MIME_TEXT
         if text is None:
             return None
+    content = getattr(result, "content", None)  # ToolOutput, ChatMessage
+    if isinstance(content, str):
+        return content, semconv.MIME_TEXT
     return safe_json(result), semconv.MIME_JSON
 
 
