@@ -125,6 +125,7 @@ def test_known_values_for_one_turn(turns: list[RagTurn]) -> None:
     assert score.details["metrics"]["success"] == 1.0
     assert score.details["primary"] == "P"
     assert score.explanation is not None and "1 of 3 documents" in score.explanation
+    assert type(score).from_json(score.to_json()) == score  # details are plain JSON
 
 
 def test_continuous_metric_and_explicit_primary(turns: list[RagTurn]) -> None:

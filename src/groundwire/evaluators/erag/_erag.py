@@ -133,7 +133,7 @@ class ERAG:
             details={
                 "primary": self.primary,
                 "downstream_metric": self.metric_name,
-                "metrics": metrics,
+                "metrics": {key: float(number) for key, number in metrics.items()},
                 "labels": [float(label) for label in labels],
             },
             usage={"input": input_tokens, "output": output_tokens}
