@@ -191,7 +191,9 @@ def rescore_command(
         )
 
     def on_problem(text: str) -> None:
-        progress.console.print(f"[yellow]groundwire:[/] {escape(text)}", highlight=False)
+        progress.console.print(
+            f"[yellow]groundwire:[/] {escape(text)}", highlight=False, soft_wrap=True
+        )
 
     try:
         with progress:
@@ -215,15 +217,17 @@ def rescore_command(
             if summary.total_bytes and engine == "local":
                 progress.update(task, completed=summary.total_bytes)
     except BadRecordError as error:
-        err_console.print(f"[red]error:[/] {escape(str(error))} (--strict)", highlight=False)
+        err_console.print(
+            f"[red]error:[/] {escape(str(error))} (--strict)", highlight=False, soft_wrap=True
+        )
         raise typer.Exit(1) from None
     except (ValueError, FileNotFoundError, ImportError) as error:
-        err_console.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        err_console.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     if not quiet:
         for line in summary.lines():
-            err_console.print(escape(line), highlight=False)
+            err_console.print(escape(line), highlight=False, soft_wrap=True)
         console.print(_summary_table(summary))
-        console.print(f"results: {escape(os.fspath(out))}", highlight=False)
+        console.print(f"results: {escape(os.fspath(out))}", highlight=False, soft_wrap=True)
     if summary.interrupted:
         raise typer.Exit(130)
