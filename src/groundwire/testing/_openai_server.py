@@ -197,6 +197,7 @@ _NOT_FOUND = Reply.error(404, "only POST /v1/chat/completions is served")
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else each small reply waits ~40 ms for a delayed ACK
     server: _Server
 
     def do_POST(self) -> None:
