@@ -1,0 +1,54 @@
+"""`engine="ray"`: the same results as the local engine, on Ray Data in local mode."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from groundwire.offline import rescore
+from tests.offline._traces import record_turns, write_groundwire_jsonl
+
+ray = pytest.importorskip("ray", reason="the ray extra (ray[data]) is not installed")
+
+
+@pytest.fixture
+def local_ray() -> Iterator[None]:
+    """A local Ray instance in a private temp folder, removed afterwards (with ~/.ray if new)."""
+    home_ray = Path.home() / ".ray"
+    had_home_ray = home_ray.exists()
+    temp = tempfile.mkdtemp(prefix="gwray")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _temp_dir=temp,
+        logging_level="ERROR",
+        log_to_driver=False,
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
+        if not had_home_ray:
+            shutil.rmtree(home_ray, ignore_errors=True)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_ray_engine_matches_the_local_engine(local_ray: None, tmp_path: Path) -> None:
+    """Two files re-scored on Ray give the local engine's records (order aside) and counters."""
+    spans = record_turns(8)
+    first = write_groundwire_jsonl(spans[:12], tmp_path / "a.jsonl", batch=3)
+    second = write_groundwire_jsonl(spans[12:], tmp_path / "b.jsonl", batch=3)
+    spec = {"quoted_spans": {}, "quote_verification": {"embedder": None}}
+    local = rescore([first, second], spec, tmp_path / "local.jsonl")
+    on_ray = rescore([first, second], spec, tmp_path / "ray.jsonl", engine="ray", workers=1)
+    assert on_ray.engine == "ray"
+    assert sorted((tmp_path / "ray.jsonl").read_text().splitlines()) == sorted(
+        (tmp_path / "local.jsonl").read_text().splitlines()
+    )
+    assert on_ray.turns_scored == local.turns_scored == 8
+    assert (on_ray.read.files, on_ray.read.spans, on_ray.counts.traces) == (2, 24, 8)
