@@ -78,6 +78,17 @@ def _assemble(tree: TraceTree, reader: SpanReader, top: str | None = None) -> li
     return turns
 
 
+class _Pending:
+    """One unfinished trace: its spans so far and the facts already read from them."""
+
+    __slots__ = ("reader", "tree")
+
+    def __init__(self, live_content: LiveContentStore | None) -> None:
+        """An empty trace."""
+        self.tree = TraceTree()
+        self.reader = SpanReader(live_content)
+
+
 class TurnAssembler:
     """Assembles turns from spans as they end, for a live span processor. Thread-safe.
 
@@ -109,7 +120,7 @@ class TurnAssembler:
         self._live = live_content
         self._resolve_evicted = resolve_evicted
         self._lock = threading.Lock()
-        self._traces: OrderedDict[str, TraceTree] = OrderedDict()
+        self._traces: OrderedDict[str, _Pending] = OrderedDict()
         self._done: OrderedDict[str, None] = OrderedDict()
         self._open: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
         self._span_count = 0
@@ -137,28 +148,27 @@ class TurnAssembler:
             if span.trace_id in self._done:
                 self.late_spans += 1
                 return []
-            tree = self._traces.get(span.trace_id)
-            if tree is None:
-                tree = self._traces[span.trace_id] = TraceTree()
-            before = len(tree)
-            tree.add(span)
-            self._span_count += len(tree) - before
+            pending = self._traces.get(span.trace_id)
+            if pending is None:
+                pending = self._traces[span.trace_id] = _Pending(self._live)
+            before = len(pending.tree)
+            pending.tree.add(span)
+            self._span_count += len(pending.tree) - before
             if span.is_local_root:
                 del self._traces[span.trace_id]
-                self._span_count -= len(tree)
+                self._span_count -= len(pending.tree)
                 self._mark_done(span.trace_id)
-                ready = [tree]
+                ready = [pending]
             else:
                 ready = self._evict()
         return self._resolve(ready)
 
-    def _resolve(self, trees: list[TraceTree]) -> list[RagTurn]:
+    def _resolve(self, released: list[_Pending]) -> list[RagTurn]:
         """Assemble released traces (outside the lock) and drop their live content."""
         turns: list[RagTurn] = []
-        for tree in trees:
-            reader = SpanReader(self._live)
-            turns.extend(_assemble(tree, reader))
-            reader.release(iter(tree.spans.values()))
+        for pending in released:
+            turns.extend(_assemble(pending.tree, pending.reader))
+            pending.reader.release(iter(pending.tree.spans.values()))
         return turns
 
     def _mark_done(self, trace_id: str) -> None:
@@ -181,15 +191,18 @@ class TurnAssembler:
             pending = self._traces.get(span.trace_id)
             if pending is None or self._inside_same_scope(span):
                 return None
-            snapshot = TraceTree(pending.spans.values())
+            snapshot = TraceTree(pending.tree.spans.values())
         snapshot.add(span)
-        reader = SpanReader(self._live)
-        roots = snapshot.turn_roots(reader, span.span_id)
-        if len(roots) != 1 or roots[0].span_id != span.span_id:
-            return None
-        if not span.is_local_root and not snapshot.answering(reader, span.span_id):
-            return None  # e.g. LCEL's `retriever | format` step: a turn only if nothing encloses it
-        return build_turn(snapshot, span, reader)
+        reader = pending.reader
+        try:
+            roots = snapshot.turn_roots(reader, span.span_id)
+            if len(roots) != 1 or roots[0].span_id != span.span_id:
+                return None
+            if not span.is_local_root and not snapshot.answering(reader, span.span_id):
+                return None  # LCEL's `retriever | format` step: a turn only if nothing encloses it
+            return build_turn(snapshot, span, reader)
+        finally:
+            reader.forget(span.span_id)
 
     def start(self, span: SpanRecord) -> None:
         """Note a span that just started (from `SpanProcessor.on_start`; optional, cheap)."""
@@ -216,28 +229,29 @@ class TurnAssembler:
     def flush(self) -> list[RagTurn]:
         """Resolve and release every pending trace as it stands (at shutdown)."""
         with self._lock:
-            trees = list(self._traces.values())
+            released = list(self._traces.values())
             self._traces.clear()
             self._open.clear()
             self._span_count = 0
-        return self._resolve(trees)
+        return self._resolve(released)
 
-    def _evict(self) -> list[TraceTree]:
+    def _evict(self) -> list[_Pending]:
         """Evict the oldest traces until both limits hold (lock held); return those to resolve."""
-        evicted: list[TraceTree] = []
+        evicted: list[_Pending] = []
         while self._traces and (
             len(self._traces) > self._max_traces or self._span_count > self._max_spans
         ):
-            trace_id, tree = self._traces.popitem(last=False)
-            self._span_count -= len(tree)
+            trace_id, pending = self._traces.popitem(last=False)
+            size = len(pending.tree)
+            self._span_count -= size
             self.evicted_traces += 1
-            self.evicted_spans += len(tree)
-            logger.debug("trace %s evicted with %d pending spans", trace_id, len(tree))
-            evicted.append(tree)
+            self.evicted_spans += size
+            logger.debug("trace %s evicted with %d pending spans", trace_id, size)
+            evicted.append(pending)
         if self._resolve_evicted:
             return evicted
-        for tree in evicted:
-            SpanReader(self._live).release(iter(tree.spans.values()))
+        for pending in evicted:
+            pending.reader.release(iter(pending.tree.spans.values()))
         return []
 
 

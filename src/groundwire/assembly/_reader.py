@@ -75,10 +75,9 @@ def span_kind(record: SpanRecord) -> str:
 
 
 class SpanReader:
-    """Reads and caches the RAG facts of the spans of one assembly pass.
+    """Reads and caches the RAG facts of spans (by span id; an ended span never changes).
 
-    `consume` decides whether live content is popped (final assembly) or only read (a provisional
-    `turn_for`).
+    One reader serves one assembly pass, or one pending trace of a `TurnAssembler`.
     """
 
     def __init__(self, live_content: LiveContentStore | None) -> None:
@@ -88,6 +87,7 @@ class SpanReader:
         self._kinds: dict[str, str] = {}
         self._queries: dict[str, str | None] = {}
         self._answers: dict[str, str | None] = {}
+        self._documents: dict[tuple[str, str], list[Context] | None] = {}
 
     def live(self, record: SpanRecord) -> LiveContent | None:
         """The full text kept in memory for this span, if any."""
@@ -99,6 +99,16 @@ class SpanReader:
             cached = store.get(record.key)
             self._live[record.span_id] = cached
         return cached  # type: ignore[return-value]
+
+    def forget(self, span_id: str) -> None:
+        """Drop what was cached about one span (read while still open, so it may change)."""
+        for cache in (self._live, self._kinds, self._queries, self._answers):
+            cache.pop(span_id, None)
+        for prefix in (
+            semconv.RETRIEVAL_DOCUMENTS_PREFIX,
+            semconv.RERANKER_OUTPUT_DOCUMENTS_PREFIX,
+        ):
+            self._documents.pop((span_id, prefix), None)
 
     def release(self, records: Iterator[SpanRecord]) -> None:
         """Drop the live content of these spans from the store (their trace is done)."""
@@ -188,6 +198,13 @@ class SpanReader:
         `{prefix}.{i}.document.*`; then, for retrievals, GenAI's `gen_ai.retrieval.documents`.
         Documents without text are left out (they cannot be scored).
         """
+        key = (record.span_id, prefix)
+        if key not in self._documents:
+            self._documents[key] = self._read_documents(record, prefix)
+        return self._documents[key]
+
+    def _read_documents(self, record: SpanRecord, prefix: str) -> list[Context] | None:
+        """`documents`, uncached."""
         live = self.live(record)
         if live is not None and live.documents is not None:
             return [_with_rank(doc, rank) for rank, doc in enumerate(live.documents)]

@@ -127,16 +127,21 @@ class SpanRecord:
         parent = span.parent
         parent_id = parent.span_id if parent is not None and parent.span_id else None
         scope = span.instrumentation_scope
-        return cls(
-            trace_id=format(context.trace_id, "032x"),
-            span_id=format(context.span_id, "016x"),
-            parent_span_id=format(parent_id, "016x") if parent_id else None,
-            name=span.name,
-            start_time_ns=span.start_time or 0,
-            end_time_ns=span.end_time,
-            attributes=MappingProxyType(dict(span.attributes or {})),
-            status_code=span.status.status_code.name,
-            resource=_resource_attributes(span.resource),
-            parent_is_remote=bool(parent is not None and parent_id and parent.is_remote),
-            instrumentation_scope=scope.name if scope is not None else None,
-        )
+        # The SDK's values are valid by construction: skip `__post_init__` (this runs for every
+        # span of a live app, on its thread).
+        record = object.__new__(cls)
+        for name, value in (
+            ("trace_id", format(context.trace_id, "032x")),
+            ("span_id", format(context.span_id, "016x")),
+            ("parent_span_id", format(parent_id, "016x") if parent_id else None),
+            ("name", span.name),
+            ("start_time_ns", span.start_time or 0),
+            ("end_time_ns", span.end_time),
+            ("attributes", MappingProxyType(dict(span.attributes or {}))),
+            ("status_code", span.status.status_code.name),
+            ("resource", _resource_attributes(span.resource)),
+            ("parent_is_remote", bool(parent is not None and parent_id and parent.is_remote)),
+            ("instrumentation_scope", scope.name if scope is not None else None),
+        ):
+            object.__setattr__(record, name, value)
+        return record
