@@ -219,6 +219,7 @@ class OnlineEvaluation:
     def force_flush(self, timeout_s: float = 30.0) -> bool:
         """Finish queued evaluations, then flush the providers; False if the deadline passed."""
         deadline = time.monotonic() + timeout_s
+        self.processor.drain()
         ok = self.runner.force_flush(timeout_s)
         meter_target = self.meter_provider
         if self.owns_meter_provider:
@@ -236,6 +237,7 @@ class OnlineEvaluation:
             return True
         self._closed = True
         deadline = time.monotonic() + timeout_s
+        self.processor.drain()
         drained = self.runner.shutdown(timeout_s)
         self.processor.close()
         for name, instrumentor in self._instrumentors:

@@ -205,3 +205,27 @@ def test_registered_evaluator_names_resolve(telemetry: Telemetry) -> None:
     assert root.attributes is not None
     assert root.attributes["evaluations.0.evaluation.name"] == "quoted_spans"
     assert root.attributes["evaluations.0.evaluation.score"] == 1.0
+
+
+def test_full_span_hand_off_drops_and_still_accounts_for_every_turn(
+    telemetry: Telemetry,
+) -> None:
+    """With a one-span hand-off queue, spans are dropped, never blocking; every turn is counted."""
+    from groundwire.emit import Emitter
+    from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor, RunnerConfig
+
+    emitter = Emitter(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+    )
+    runner = BackgroundRunner(RunnerConfig([HasContext()]), emitter)
+    processor = EvaluationSpanProcessor(runner, emitter, max_pending_spans=1)
+    telemetry.tracer_provider.add_span_processor(processor)
+    for _ in range(200):
+        record_turn(telemetry.tracer)
+    assert processor.force_flush(10_000)
+    stats = runner.stats()
+    assert processor.dropped_spans > 0
+    assert stats.submitted == 200
+    assert stats.dropped > 0
+    assert stats.adds_up() and stats.in_flight == 0
+    processor.shutdown()

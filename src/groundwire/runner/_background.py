@@ -37,7 +37,7 @@ from groundwire.runner._config import RunnerConfig
 from groundwire.runner._sampling import trace_sampled
 from groundwire.runner._stats import RunnerStats, TurnCounters
 
-__all__ = ["BackgroundRunner", "InlineResult"]
+__all__ = ["BackgroundRunner", "InlineResult", "suppress_instrumentation"]
 
 logger = logging.getLogger("groundwire.runner")
 
@@ -92,8 +92,9 @@ class _Slot:
 _NO_INLINE = InlineResult()
 
 
-def _suppress() -> object:
-    return attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+def suppress_instrumentation() -> None:
+    """Suppress instrumentation for the rest of this (groundwire-owned) thread: never trace us."""
+    attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
 
 
 class BackgroundRunner:
@@ -187,6 +188,14 @@ class BackgroundRunner:
             self._log_drop()
         return not full
 
+    def count_dropped_turn(self) -> None:
+        """Count a turn lost before it could be submitted (its root span was dropped)."""
+        with self._cond:
+            self._counters.submitted += 1
+            self._counters.dropped += 1
+            self._defer(semconv.OUTCOME_DROPPED)
+        self._log_drop()
+
     def _defer(self, outcome: str) -> None:
         """Count a turn's evaluations as `outcome` later, off the app's thread (lock held)."""
         self._deferred[outcome] = self._deferred.get(outcome, 0) + 1
@@ -232,7 +241,7 @@ class BackgroundRunner:
         self._spawn(lambda: self._work(worker_id), f"groundwire-worker-{worker_id}")
 
     def _work(self, worker_id: int) -> None:
-        _suppress()
+        suppress_instrumentation()
         while True:
             with self._cond:
                 while not self._queue and not self._stopping:
@@ -358,7 +367,7 @@ class BackgroundRunner:
     # --- the event loop --------------------------------------------------------------------------
 
     def _run_loop(self) -> None:
-        _suppress()
+        suppress_instrumentation()
         loop = self._loop
         assert loop is not None
         asyncio.set_event_loop(loop)
@@ -400,16 +409,13 @@ class BackgroundRunner:
         return "scored" if ran or inline.outcomes else "sampled_out"
 
     def _finish(self, job: _Job, *, dropped: bool = False) -> None:
+        """Emit the job's results, then count its outcome once (flushers wait for the count)."""
         with self._cond:
             if job.done:
                 return
             job.done = True
-            self._active.discard(job)
-            self._in_flight -= 1
             outcome = "dropped" if dropped else self._turn_outcome(job.inline, job.ran, job.failed)
-            self._counters.add(outcome)
             pending, scores = set(job.pending), list(job.scores)
-            self._cond.notify_all()
         if dropped:
             self._count_dropped(pending)
         turn = job.turn
@@ -418,6 +424,11 @@ class BackgroundRunner:
                 self._emitter.emit_span((turn.trace_id, turn.span_id), scores)
             except Exception:
                 logger.warning("could not emit the evaluation span", exc_info=True)
+        with self._cond:
+            self._active.discard(job)
+            self._in_flight -= 1
+            self._counters.add(outcome)
+            self._cond.notify_all()
 
     # --- lifecycle -------------------------------------------------------------------------------
 

@@ -1,16 +1,19 @@
 """The span processor that feeds online evaluation from the app's live spans.
 
-`on_end` hands every ended span to the `TurnAssembler`; each turn it completes goes to the
-background runner. With inline evaluators, `_on_ending` asks the assembler for the turn rooted at
-the span that is ending, runs those evaluators on the app's thread, and writes their scores onto
-that span before it is exported (see `groundwire.runner._inline`). Neither hook raises.
+`on_end` only appends the ended span to a bounded hand-off queue (a full queue drops the span and,
+for a turn's root, counts the turn as dropped). A feeder thread drains that queue into the
+`TurnAssembler` and submits each completed turn to the background runner, so assembling turns
+costs the app's thread nothing. With inline evaluators, `_on_ending` drains the queue on the app's
+thread, asks the assembler for the turn rooted at the span that is ending, runs those evaluators
+and writes their scores onto that span before it is exported (see `groundwire.runner._inline`).
+No hook raises.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import cast
 
 from opentelemetry.context import Context
@@ -22,7 +25,7 @@ from groundwire._types import RagTurn
 from groundwire.assembly import SpanRecord, TurnAssembler
 from groundwire.capture import LIVE_CONTENT
 from groundwire.emit import Emitter
-from groundwire.runner._background import BackgroundRunner, InlineResult
+from groundwire.runner._background import BackgroundRunner, InlineResult, suppress_instrumentation
 from groundwire.runner._inline import write_scores
 from groundwire.runner._sampling import trace_sampled
 
@@ -31,6 +34,23 @@ __all__ = ["EvaluationSpanProcessor"]
 logger = logging.getLogger("groundwire.runner")
 
 _MAX_PENDING_INLINE = 10_000
+_FEED_INTERVAL_S = 0.01
+_LEAF_KINDS = frozenset(
+    {
+        semconv.SPAN_KIND_RETRIEVER,
+        semconv.SPAN_KIND_RERANKER,
+        semconv.SPAN_KIND_LLM,
+        semconv.SPAN_KIND_EMBEDDING,
+        semconv.SPAN_KIND_TOOL,
+        semconv.SPAN_KIND_EVALUATOR,
+    }
+)
+"""Span kinds that never root a turn: inline mode does not look at them."""
+
+
+def _is_local_root(span: ReadableSpan) -> bool:
+    parent = span.parent
+    return parent is None or parent.is_remote
 
 
 class EvaluationSpanProcessor(SpanProcessor):
@@ -42,18 +62,31 @@ class EvaluationSpanProcessor(SpanProcessor):
         emitter: Emitter,
         *,
         assembler: TurnAssembler | None = None,
+        max_pending_spans: int = 20_000,
         shutdown_timeout_s: float = 5.0,
     ) -> None:
+        if isinstance(max_pending_spans, bool) or max_pending_spans < 1:
+            raise ValueError(f"max_pending_spans must be at least 1, got {max_pending_spans!r}")
         self.runner = runner
         self._emitter = emitter
         self._assembler = (
             assembler if assembler is not None else TurnAssembler(live_content=LIVE_CONTENT)
         )
-        self._lock = threading.Lock()
         self._inline = cast(tuple[Evaluator, ...], runner.config.inline_evaluators)
         self._inline_scores: OrderedDict[str, tuple[InlineResult, bool]] = OrderedDict()
+        self._inline_lock = threading.Lock()
+        self._spans: deque[ReadableSpan] = deque()
+        self._max_pending_spans = max_pending_spans
+        self._dropped_spans = 0
+        self._drop_lock = threading.Lock()
+        self._feed_lock = threading.Lock()
+        self._stop = threading.Event()
         self.shutdown_timeout_s = shutdown_timeout_s
         self._closed = False
+        self._feeder = threading.Thread(target=self._feed, name="groundwire-feeder", daemon=True)
+        self._feeder.start()
+
+    # --- the app's thread ------------------------------------------------------------------------
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Nothing to do when a span starts."""
@@ -63,9 +96,24 @@ class EvaluationSpanProcessor(SpanProcessor):
         scope = span.instrumentation_scope
         return scope is not None and scope.name == semconv.INSTRUMENTATION_SCOPE
 
+    def on_end(self, span: ReadableSpan) -> None:
+        """Hand the ended span to the feeder thread: one append; never blocks or raises."""
+        if self._closed or self._is_ours(span):
+            return
+        if len(self._spans) < self._max_pending_spans:
+            self._spans.append(span)
+            return
+        with self._drop_lock:
+            self._dropped_spans += 1
+        if _is_local_root(span):
+            self.runner.count_dropped_turn()
+
     def _on_ending(self, span: Span) -> None:
         """Inline evaluation of the turn rooted at `span`, on the app's thread; never raises."""
         if not self._inline or self._closed or self._is_ours(span):
+            return
+        attributes = span.attributes or {}
+        if attributes.get(semconv.OPENINFERENCE_SPAN_KIND) in _LEAF_KINDS:
             return
         try:
             self._evaluate_inline(span)
@@ -73,6 +121,7 @@ class EvaluationSpanProcessor(SpanProcessor):
             logger.exception("inline evaluation failed")
 
     def _evaluate_inline(self, span: Span) -> None:
+        self.drain()  # the turn's children may still wait in the hand-off queue
         record = SpanRecord.from_readable(span)
         turn = self._assembler.turn_for(record)
         if turn is None or not self.runner.selects(turn):
@@ -81,7 +130,7 @@ class EvaluationSpanProcessor(SpanProcessor):
         if result is None:
             return
         written = write_scores(span, result.scores)
-        with self._lock:
+        with self._inline_lock:
             self._inline_scores[record.span_id] = (result, written)
             while len(self._inline_scores) > _MAX_PENDING_INLINE:
                 self._inline_scores.popitem(last=False)
@@ -105,16 +154,29 @@ class EvaluationSpanProcessor(SpanProcessor):
                 sampled_out.append(evaluator.name)
         return InlineResult(tuple(outcomes), tuple(sampled_out))
 
-    def on_end(self, span: ReadableSpan) -> None:
-        """Assemble; submit each completed turn to the background runner; never raises."""
-        if self._closed or self._is_ours(span):
-            return
+    # --- the feeder thread -----------------------------------------------------------------------
+
+    def _feed(self) -> None:
+        suppress_instrumentation()
+        while not self._stop.wait(_FEED_INTERVAL_S):
+            self.drain()
+
+    def drain(self) -> None:
+        """Assemble every span waiting in the hand-off queue and submit the turns they complete."""
+        with self._feed_lock:
+            while True:
+                try:
+                    span = self._spans.popleft()
+                except IndexError:
+                    return
+                self._assemble(span)
+
+    def _assemble(self, span: ReadableSpan) -> None:
         try:
-            record = SpanRecord.from_readable(span)
-            turns = self._assembler.add(record)
+            turns = self._assembler.add(SpanRecord.from_readable(span))
             if not turns:
                 return
-            with self._lock:
+            with self._inline_lock:
                 inline = [self._inline_scores.pop(t.span_id or "", None) for t in turns]
             for turn, kept in zip(turns, inline, strict=True):
                 result: InlineResult | None = None
@@ -127,15 +189,27 @@ class EvaluationSpanProcessor(SpanProcessor):
         except Exception:
             logger.exception("could not assemble turns from an ended span")
 
+    @property
+    def dropped_spans(self) -> int:
+        """Spans dropped because the hand-off queue was full."""
+        return self._dropped_spans
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
     def close(self) -> None:
-        """Stop looking at spans (the tracer provider may outlive groundwire's configuration)."""
+        """Assemble what is pending, then stop looking at spans (the provider may outlive us)."""
+        self.drain()
         self._closed = True
+        self._stop.set()
 
     def shutdown(self) -> None:
-        """Drain the runner (within the shutdown timeout) when the tracer provider shuts down."""
+        """On the tracer provider's shutdown: assemble what is pending and drain the runner."""
+        self.drain()
         self.runner.shutdown(self.shutdown_timeout_s)
         self._closed = True
+        self._stop.set()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Wait until the queued turns are scored, up to `timeout_millis`."""
+        """Assemble pending spans and wait until the queued turns are scored."""
+        self.drain()
         return self.runner.force_flush(timeout_millis / 1000)
