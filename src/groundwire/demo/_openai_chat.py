@@ -1,0 +1,96 @@
+"""`OpenAICompatibleChatModel`: a minimal LangChain chat model over any OpenAI-compatible server.
+
+The demo uses it when a real model is configured (`OPENAI_API_KEY` or
+`GROUNDWIRE_JUDGE_BASE_URL`), so it needs no `langchain-openai`. It sends the messages to
+`/chat/completions` with the `openai` client (imported on first call) and reports token usage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import PrivateAttr, SecretStr
+
+__all__ = ["OpenAICompatibleChatModel"]
+
+
+def _role(message: BaseMessage) -> str:
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    raise ValueError(
+        f"OpenAICompatibleChatModel: cannot send a {type(message).__name__}; "
+        "only system, human and AI messages are supported"
+    )
+
+
+class OpenAICompatibleChatModel(BaseChatModel):
+    """Chat completions from an OpenAI-compatible server (OpenAI, vLLM, Ollama, LiteLLM, ...)."""
+
+    model_name: str = "gpt-4o-mini"
+    base_url: str | None = None
+    """None means OpenAI's own API."""
+    api_key: SecretStr = SecretStr("unused")
+    temperature: float = 0.0
+    timeout_s: float = 60.0
+    _client: Any = PrivateAttr(default=None)
+
+    @property
+    def _llm_type(self) -> str:
+        return "openai-compatible"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name, "base_url": self.base_url}
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                base_url=self.base_url,
+                api_key=self.api_key.get_secret_value(),
+                timeout=self.timeout_s,
+            )
+        return self._client
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        response = self._get_client().chat.completions.create(
+            model=self.model_name,
+            messages=[{"role": _role(m), "content": m.content} for m in messages],
+            temperature=self.temperature,
+            **({"stop": stop} if stop else {}),
+        )
+        choice = response.choices[0]
+        usage = response.usage
+        message = AIMessage(
+            content=choice.message.content or "",
+            response_metadata={
+                "model_name": response.model,
+                "finish_reason": choice.finish_reason,
+            },
+            usage_metadata=None
+            if usage is None
+            else {
+                "input_tokens": usage.prompt_tokens,
+                "output_tokens": usage.completion_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+        )
+        return ChatResult(
+            generations=[ChatGeneration(message=message)],
+            llm_output={"model_name": response.model},
+        )
