@@ -47,7 +47,13 @@ from groundwire.exporters._providers import (
     build_tracer_provider,
     choose_exporter,
 )
-from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor, RunnerConfig, RunnerStats
+from groundwire.runner import (
+    BackgroundRunner,
+    EvaluationSpanProcessor,
+    RunnerConfig,
+    RunnerStats,
+    inline_supported,
+)
 
 __all__ = ["OnlineEvaluation", "configure", "force_flush", "get_online", "shutdown"]
 
@@ -359,6 +365,13 @@ def _configure(
 ) -> OnlineEvaluation:
     if isinstance(turn_filter, str):
         turn_filter = _import_filter(turn_filter)
+    if inline and not inline_supported():
+        logger.warning(
+            "this opentelemetry-sdk has no SpanProcessor._on_ending hook (added in 1.36); "
+            "running the inline evaluators %s in the background instead",
+            sorted(inline),
+        )
+        inline = ()
     config = RunnerConfig(
         evaluators=resolve_evaluators(evaluators),
         inline=frozenset(inline),
@@ -382,6 +395,11 @@ def _configure(
 
     tracer_provider = tracer_provider or trace.get_tracer_provider()
     owns_tracer = not isinstance(tracer_provider, SdkTracerProvider)
+    if owns_tracer and not isinstance(tracer_provider, trace.ProxyTracerProvider):
+        raise TypeError(
+            f"groundwire needs an OpenTelemetry SDK TracerProvider to watch spans; the app's "
+            f"is a {type(tracer_provider).__name__}. Pass tracer_provider= an SDK provider."
+        )
     if owns_tracer:
         tracer_provider = build_tracer_provider(resource, choice, file)
         trace.set_tracer_provider(tracer_provider)

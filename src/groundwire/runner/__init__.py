@@ -9,7 +9,7 @@ from __future__ import annotations
 from groundwire.runner._background import BackgroundRunner, InlineResult
 from groundwire.runner._budget import TokenBudget
 from groundwire.runner._config import RunnerConfig, TurnFilter
-from groundwire.runner._inline import write_scores
+from groundwire.runner._inline import inline_supported, write_scores
 from groundwire.runner._processor import EvaluationSpanProcessor
 from groundwire.runner._sampling import trace_sampled
 from groundwire.runner._stats import RunnerStats
@@ -22,6 +22,7 @@ __all__ = [
     "RunnerStats",
     "TokenBudget",
     "TurnFilter",
+    "inline_supported",
     "trace_sampled",
     "write_scores",
 ]

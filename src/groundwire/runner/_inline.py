@@ -25,11 +25,18 @@ from groundwire import semconv
 from groundwire._types import Score
 from groundwire.emit import evaluation_attributes, score_event_attributes
 
-__all__ = ["next_evaluation_index", "write_scores"]
+__all__ = ["inline_supported", "next_evaluation_index", "write_scores"]
 
 logger = logging.getLogger("groundwire.runner")
 
 _INDEX = re.compile(rf"^{semconv.EVALUATIONS_PREFIX}\.(\d+)\.")
+
+
+def inline_supported() -> bool:
+    """True when this SDK calls `SpanProcessor._on_ending` (opentelemetry-sdk >= 1.36)."""
+    from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor
+
+    return callable(getattr(SynchronousMultiSpanProcessor, "_on_ending", None))
 
 
 def next_evaluation_index(attributes: Any) -> int:
