@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from groundwire._types import RagTurn
-from groundwire.assembly import turns_from_spans
+from groundwire.assembly import SpanRecord, turns_from_spans
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, TraceFormat, read_spans
@@ -61,7 +61,7 @@ def iter_turns(
         grace=window.grace, max_spans=window.max_spans, max_traces=window.max_traces
     )
 
-    def turns_of(spans: list[object]) -> Iterator[RagTurn]:
+    def turns_of(spans: list[SpanRecord]) -> Iterator[RagTurn]:
         counts.traces += 1
         for turn in turns_from_spans(spans):
             counts.turns += 1
@@ -73,9 +73,9 @@ def iter_turns(
     try:
         for batch in read_spans(paths, problems, fmt=fmt):
             for trace in traces.add(batch.spans):
-                yield from turns_of(trace)  # type: ignore[arg-type]
+                yield from turns_of(trace)
         for trace in traces.flush():
-            yield from turns_of(trace)  # type: ignore[arg-type]
+            yield from turns_of(trace)
     finally:
         counts.forced_traces = traces.forced
         counts.late_spans = traces.late_spans

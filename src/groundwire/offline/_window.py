@@ -47,6 +47,8 @@ class TraceWindow:
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         self._rooted: OrderedDict[str, None] = OrderedDict()
         self._released: OrderedDict[str, None] = OrderedDict()
+        self._remember = min(max_traces, 10_000)
+        """How many released trace ids are remembered to recognise late spans."""
         self._record = 0
         self._held = 0
         self.traces = 0
@@ -104,7 +106,7 @@ class TraceWindow:
         self._rooted.pop(trace_id, None)
         self._held -= len(pending.spans)
         self._released[trace_id] = None
-        while len(self._released) > 4 * self.max_traces:
+        while len(self._released) > self._remember:
             self._released.popitem(last=False)
         self.traces += 1
         return list(pending.spans.values())

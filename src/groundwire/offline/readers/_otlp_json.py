@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -46,25 +47,38 @@ def _get(node: Mapping[str, Any], camel: str, snake: str, default: Any = None) -
     return value
 
 
+def _array(item: Any) -> tuple[Any, ...]:
+    return tuple(any_value(v) for v in (item or {}).get("values", ()))
+
+
+def _kvlist(item: Any) -> dict[str, Any]:
+    return attributes((item or {}).get("values", ()))
+
+
+def _identity(item: Any) -> Any:
+    return item
+
+
+_CONVERTERS: Final[dict[str, Callable[[Any], Any]]] = {
+    "stringValue": _identity,
+    "intValue": int,
+    "doubleValue": float,
+    "boolValue": bool,
+    "arrayValue": _array,
+    "kvlistValue": _kvlist,
+    "bytesValue": base64.b64decode,
+}
+_CONVERTERS.update({re.sub(r"([A-Z])", r"_\1", k).lower(): v for k, v in list(_CONVERTERS.items())})
+
+
 def any_value(value: Any) -> Any:
     """An OTLP/JSON `AnyValue` as a Python value (arrays as tuples, kvlists as dicts)."""
     if not isinstance(value, Mapping):
         raise ValueError(f"attribute value must be an object, got {value!r}")
     for key, item in value.items():
-        if key in ("stringValue", "string_value"):
-            return item
-        if key in ("intValue", "int_value"):
-            return int(item)
-        if key in ("doubleValue", "double_value"):
-            return float(item)
-        if key in ("boolValue", "bool_value"):
-            return bool(item)
-        if key in ("arrayValue", "array_value"):
-            return tuple(any_value(v) for v in (item or {}).get("values", ()))
-        if key in ("kvlistValue", "kvlist_value"):
-            return attributes((item or {}).get("values", ()))
-        if key in ("bytesValue", "bytes_value"):
-            return base64.b64decode(item)
+        convert = _CONVERTERS.get(key)
+        if convert is not None:
+            return convert(item)
     return None
 
 
