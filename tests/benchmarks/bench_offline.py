@@ -301,7 +301,8 @@ written to .jsonl:
 | peer: `evaluate_many` on turns in memory | {peer_row} |
 
 Output with 2 workers identical to 1 worker: {s["workers_2_identical_output"]}. The machine's two
-cores are shared with other jobs (1-minute load average {load:.1f} at the end of the run), so the speed-up is a floor, not what two free cores give; the
+cores are shared with other jobs (1-minute load average {load:.1f} at the end of the run), so
+the speed-up is a floor, not what two free cores give; the
 worker processes also pay a start-up (spawn, imports) that a longer run amortises. The
 `evaluate_many` row scores turns already in memory (no reading, assembly or writing).
 """
