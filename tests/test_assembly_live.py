@@ -171,6 +171,23 @@ def test_remote_parent_makes_the_local_root() -> None:
     assert app.processor.completed[0].trace_id == format(0x1234, "032x")
 
 
+def test_two_requests_of_one_distributed_trace_each_give_their_turn() -> None:
+    """Two local roots in one trace (a service called twice by an agent) are resolved apart."""
+    app = App()
+    for remote_span in (0x98, 0x99):
+        remote = SpanContext(
+            trace_id=0x1234,
+            span_id=remote_span,
+            is_remote=True,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+        with trace.use_span(NonRecordingSpan(remote)):
+            app.rag(f"q{remote_span}", f"a{remote_span}")
+    assert [t.answer for t in app.processor.completed] == ["a152", "a153"]
+    assert {t.trace_id for t in app.processor.completed} == {format(0x1234, "032x")}
+    assert (app.assembler.late_spans, app.assembler.pending_spans) == (0, 0)
+
+
 def test_retriever_without_answer_leaves_no_turn_and_no_error() -> None:
     """A root that ends without an output gives no turn; the trace is released."""
     app = App()

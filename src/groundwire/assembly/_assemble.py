@@ -83,17 +83,17 @@ class _Pending:
 
     __slots__ = ("reader", "tree")
 
-    def __init__(self, live_content: LiveContentStore | None) -> None:
-        """An empty trace."""
-        self.tree = TraceTree()
-        self.reader = SpanReader(live_content)
+    def __init__(self, tree: TraceTree, reader: SpanReader) -> None:
+        """Spans and their reader."""
+        self.tree = tree
+        self.reader = reader
 
 
 class TurnAssembler:
     """Assembles turns from spans as they end, for a live span processor. Thread-safe.
 
-    `add` each ended span. When a trace's local root ends (no parent, or a remote one) the trace
-    is resolved exactly as `turns_from_spans` would, its turns are returned and its spans released.
+    `add` each ended span. When a local root ends (no parent, or a remote one) its subtree is
+    resolved exactly as `turns_from_spans` would, its turns are returned and its spans released.
     `start` each starting span (optional) to let `turn_for` tell a final root from a nested one.
     Memory is bounded: past `max_traces` pending traces or `max_spans` pending spans the oldest
     traces are evicted and counted in `evicted_traces` / `evicted_spans`: dropped, or, with
@@ -121,7 +121,7 @@ class TurnAssembler:
         self._resolve_evicted = resolve_evicted
         self._lock = threading.Lock()
         self._traces: OrderedDict[str, _Pending] = OrderedDict()
-        self._done: OrderedDict[str, None] = OrderedDict()
+        self._released: OrderedDict[str, None] = OrderedDict()
         self._open: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
         self._span_count = 0
         self.evicted_traces = 0
@@ -129,7 +129,7 @@ class TurnAssembler:
         self.evicted_spans = 0
         """Spans evicted with those traces."""
         self.late_spans = 0
-        """Spans that ended after their trace's local root had ended (ignored)."""
+        """Spans that ended after their local root had ended (ignored)."""
 
     @property
     def pending_traces(self) -> int:
@@ -145,23 +145,31 @@ class TurnAssembler:
         """Record an ended span; return the turns its ending completed (usually none)."""
         with self._lock:
             self._open.pop(span.span_id, None)
-            if span.trace_id in self._done:
+            if not span.is_local_root and span.parent_span_id in self._released:
                 self.late_spans += 1
+                self._mark_released([span.span_id])
                 return []
             pending = self._traces.get(span.trace_id)
             if pending is None:
-                pending = self._traces[span.trace_id] = _Pending(self._live)
+                pending = _Pending(TraceTree(), SpanReader(self._live))
+                self._traces[span.trace_id] = pending
             before = len(pending.tree)
             pending.tree.add(span)
             self._span_count += len(pending.tree) - before
             if span.is_local_root:
-                del self._traces[span.trace_id]
-                self._span_count -= len(pending.tree)
-                self._mark_done(span.trace_id)
-                ready = [pending]
+                ready = [self._release_local_root(pending, span)]
             else:
                 ready = self._evict()
         return self._resolve(ready)
+
+    def _release_local_root(self, pending: _Pending, root: SpanRecord) -> _Pending:
+        """Take a finished local root's subtree out of its trace (lock held)."""
+        released = _Pending(pending.tree.split(root.span_id), pending.reader)
+        self._span_count -= len(released.tree)
+        if not len(pending.tree):
+            del self._traces[root.trace_id]
+        self._mark_released(released.tree.spans)
+        return released
 
     def _resolve(self, released: list[_Pending]) -> list[RagTurn]:
         """Assemble released traces (outside the lock) and drop their live content."""
@@ -169,13 +177,16 @@ class TurnAssembler:
         for pending in released:
             turns.extend(_assemble(pending.tree, pending.reader))
             pending.reader.release(iter(pending.tree.spans.values()))
+            for span_id in pending.tree.spans:
+                pending.reader.forget(span_id)
         return turns
 
-    def _mark_done(self, trace_id: str) -> None:
-        """Remember a released trace so its late spans are not kept (lock held)."""
-        self._done[trace_id] = None
-        while len(self._done) > self._max_traces:
-            self._done.popitem(last=False)
+    def _mark_released(self, span_ids: Iterable[str]) -> None:
+        """Remember released spans so that late children are not kept (lock held, bounded)."""
+        for span_id in span_ids:
+            self._released[span_id] = None
+        while len(self._released) > self._max_spans:
+            self._released.popitem(last=False)
 
     def turn_for(self, span: SpanRecord) -> RagTurn | None:
         """The turn rooted at `span`, built from its ended descendants, without consuming them.

@@ -57,6 +57,21 @@ class TraceTree:
         if parent is not None and parent != record.span_id:
             self.children.setdefault(parent, []).append(record.span_id)
 
+    def split(self, span_id: str) -> TraceTree:
+        """Move the subtree under `span_id` out into a tree of its own."""
+        moved = list(self.subtree(span_id))
+        for record in moved:
+            del self.spans[record.span_id]
+            self.children.pop(record.span_id, None)
+        parent = moved[0].parent_span_id if moved else None
+        if parent is not None and parent in self.children:
+            siblings = self.children[parent]
+            if span_id in siblings:
+                siblings.remove(span_id)
+            if not siblings:
+                del self.children[parent]
+        return TraceTree(moved)
+
     def __len__(self) -> int:
         """The number of spans held."""
         return len(self.spans)
