@@ -260,6 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 256  # the default listen backlog of 5 refuses bursts of connections
     owner: OpenAIServer
 
 
