@@ -18,6 +18,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.workflow import StartEvent, StopEvent, Workflow, step
 
 dispatcher = get_dispatcher(__name__)
 
@@ -101,3 +102,20 @@ class TwoQuestions(CustomQueryEngine):
     def custom_query(self, query_str: str) -> str:
         """Both inner answers, one per line."""
         return "\n".join(str(self.inner.query(q)) for q in self.questions)
+
+
+class LookupTwice(Workflow):
+    """A workflow whose one step asks a query engine two questions (an agent-like run)."""
+
+    def __init__(self, engine: BaseQueryEngine, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.engine = engine
+
+    @step
+    async def ask(self, ev: StartEvent) -> StopEvent:
+        """Ask `question` and `question` again; fail when asked to."""
+        if ev.get("fail"):
+            raise ValueError("workflow step failed")
+        first = await self.engine.aquery(ev.question)
+        second = await self.engine.aquery(ev.question + " again")
+        return StopEvent(result=f"{first}\n{second}")

@@ -16,7 +16,13 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from groundwire_llamaindex._llm import describe_llm
-from tests.llamaindex.apps import CountingLLM, FailingReranker, ReverseReranker, TwoQuestions
+from tests.llamaindex.apps import (
+    CountingLLM,
+    FailingReranker,
+    LookupTwice,
+    ReverseReranker,
+    TwoQuestions,
+)
 from tests.llamaindex.conftest import Traces
 
 MOCK_ANSWER = "text text text text text text"
@@ -408,23 +414,30 @@ def test_llm_provider_from_package(module: str, provider: str | None) -> None:
     assert attributes.get("llm.provider") == provider
 
 
-@pytest.mark.parametrize("streaming", [False, True])
-def test_chat_engine(traces: Traces, index: VectorStoreIndex, streaming: bool) -> None:
-    """A context chat engine's turn is one tree; streamed, its root ends with the whole answer."""
+@pytest.mark.parametrize("path", ["chat", "stream_chat", "astream_chat"])
+def test_chat_engine(traces: Traces, index: VectorStoreIndex, path: str) -> None:
+    """A context chat engine's turn is one tree; streamed (its stream is written out in a thread
+    or task of its own), its root still ends with the whole answer."""
     engine = index.as_chat_engine(chat_mode="context", similarity_top_k=1)
-    if streaming:
-        response = engine.stream_chat("Tell me about Paris")
-        answer = "".join(response.response_gen)
-    else:
+    if path == "chat":
         answer = str(engine.chat("Tell me about Paris"))
+    elif path == "stream_chat":
+        answer = "".join(engine.stream_chat("Tell me about Paris").response_gen)
+    else:
 
+        async def consume() -> str:
+            response = await engine.astream_chat("Tell me about Paris")
+            tokens = [token async for token in response.async_response_gen()]
+            return "".join(tokens)
+
+        answer = asyncio.run(consume())
     (root,) = traces.roots()
-    method = "stream_chat" if streaming else "chat"
+    synthesize = "asynthesize" if path == "astream_chat" else "synthesize"
     assert traces.tree(root) == (
-        f"ContextChatEngine.{method}",
+        f"ContextChatEngine.{path}",
         (
             (traces.one("RETRIEVER").name, (("embeddings unknown", ()),)),
-            ("CompactAndRefine.synthesize", (("text_completion unknown", ()),)),
+            (f"CompactAndRefine.{synthesize}", (("text_completion unknown", ()),)),
         ),
     )
     assert answer == MOCK_ANSWER
@@ -452,3 +465,44 @@ def test_tool_span(traces: Traces) -> None:
 def _add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
+
+
+def test_workflow_run_is_one_tree(traces: Traces, index: VectorStoreIndex) -> None:
+    """A workflow's run is the root of every query its steps make, with its start and result."""
+    workflow = LookupTwice(index.as_query_engine(similarity_top_k=1), timeout=10)
+    result = asyncio.run(_run_workflow(workflow, question="Where is Paris?"))
+
+    (root,) = traces.roots()
+    assert root.name == "LookupTwice.run"
+    attributes = _attributes(root)
+    assert attributes.pop("openinference.span.kind") == "CHAIN"
+    assert attributes.pop("groundwire.framework") == "llamaindex"
+    assert attributes.pop("input.value") == "Where is Paris?"
+    assert attributes.pop("input.mime_type") == "text/plain"
+    assert attributes.pop("output.value") == result == f"{MOCK_ANSWER}\n{MOCK_ANSWER}"
+    assert attributes.pop("output.mime_type") == "text/plain"
+    assert attributes == {}
+    queries = traces.children(root)
+    assert [span.name for span in queries] == ["RetrieverQueryEngine.aquery"] * 2
+    assert [_attributes(span)["input.value"] for span in queries] == [
+        "Where is Paris?",
+        "Where is Paris? again",
+    ]
+    assert {span.context.trace_id for span in traces.spans} == {root.context.trace_id}
+
+
+def test_workflow_failure(traces: Traces, index: VectorStoreIndex) -> None:
+    """A failing workflow step ends the run's span with status ERROR."""
+    workflow = LookupTwice(index.as_query_engine(similarity_top_k=1), timeout=10)
+    with pytest.raises(ValueError, match="workflow step failed"):
+        asyncio.run(_run_workflow(workflow, question="Where is Paris?", fail=True))
+
+    (root,) = traces.roots()
+    assert root.name == "LookupTwice.run"
+    assert root.status.status_code is StatusCode.ERROR
+    assert "workflow step failed" in (root.status.description or "")
+    assert _attributes(root)["input.value"].startswith("{")
+
+
+async def _run_workflow(workflow: Any, **start: Any) -> Any:
+    return await workflow.run(**start)

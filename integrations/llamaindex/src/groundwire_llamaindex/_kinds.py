@@ -18,6 +18,7 @@ from llama_index.core.chat_engine.types import BaseChatEngine
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.tools.types import BaseTool
+from llama_index.core.workflow import Workflow
 
 from groundwire import semconv
 
@@ -32,6 +33,7 @@ _KINDS: Final[tuple[tuple[type[Any], str], ...]] = (
     (BaseLLM, semconv.SPAN_KIND_LLM),
     (BaseEmbedding, semconv.SPAN_KIND_EMBEDDING),
     (BaseTool, semconv.SPAN_KIND_TOOL),
+    (Workflow, semconv.SPAN_KIND_CHAIN),
 )
 
 _cache: dict[type[Any], str | None] = {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
@@ -22,6 +24,9 @@ class Record:
         "aliases",
         "altered",
         "attributes",
+        "chat_error",
+        "chat_finished",
+        "chat_response",
         "data_source",
         "documents",
         "ended",
@@ -68,6 +73,10 @@ class Record:
         self.altered = False
         """True when a value was hidden or truncated on the span (see `LIVE_CONTENT`)."""
         self.waiting = False
+        self.chat_response: Any = None
+        """A chat engine's streaming response this record waits on."""
+        self.chat_finished = False
+        self.chat_error: BaseException | None = None
         """True while the call has returned but its stream is still being consumed."""
         self.streaming_llm: Record | None = None
         """The child LLM record whose token stream is being read, if any."""

@@ -17,6 +17,10 @@ from typing import Any
 
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
+from llama_index.core.instrumentation.events.chat_engine import (
+    StreamChatEndEvent,
+    StreamChatErrorEvent,
+)
 from llama_index.core.instrumentation.events.exception import ExceptionEvent
 from llama_index.core.instrumentation.events.llm import (
     LLMChatEndEvent,
@@ -90,7 +94,8 @@ class Recorder:
         self._records: dict[str, Record] = {}
         self._pending: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         """Token generators made by a synthesizer call -> that call's LlamaIndex span id."""
-        self._pending_lock = threading.Lock()
+        self._lock = threading.Lock()
+        """Guards `_pending` and the hand-over between a chat stream's end and its call's exit."""
         self._on_event: dict[type[Any], Callable[[Record, Any], None] | None] = {
             LLMChatStartEvent: self._on_chat_start,
             LLMCompletionStartEvent: self._on_completion_start,
@@ -98,6 +103,8 @@ class Recorder:
             LLMCompletionEndEvent: self._on_llm_end,
             ReRankStartEvent: self._on_rerank_start,
             ExceptionEvent: self._on_exception,
+            StreamChatEndEvent: self._on_chat_stream_end,
+            StreamChatErrorEvent: self._on_chat_stream_end,
         }
 
     # --- span notices -----------------------------------------------------------------------
@@ -148,7 +155,7 @@ class Recorder:
         if record is None:
             return
         if isinstance(result, _GENERATORS) and record.kind == semconv.SPAN_KIND_CHAIN:
-            with self._pending_lock:
+            with self._lock:
                 self._pending.setdefault(result, llama_id)
         stream = self._stream_of(result)
         if record.llama_id != llama_id:
@@ -156,6 +163,9 @@ class Recorder:
         if stream is not None:
             record.waiting = True
             stream.outcome.waiting.append(record)
+            return
+        if isinstance(result, StreamingAgentChatResponse):
+            self._wait_for_chat(record, result)
             return
         if not record.recording:  # sampled out: nothing to write
             self.end(record)
@@ -238,6 +248,39 @@ class Recorder:
         record.attributes[semconv.RERANKER_TOP_K] = event.top_n
         if event.model_name:
             record.attributes[semconv.RERANKER_MODEL_NAME] = event.model_name
+
+    def _on_chat_stream_end(
+        self, record: Record, event: StreamChatEndEvent | StreamChatErrorEvent
+    ) -> None:
+        """A chat engine's stream was written out (in its own thread or task)."""
+        error = event.exception if isinstance(event, StreamChatErrorEvent) else None
+        with self._lock:
+            record.chat_finished = True
+            record.chat_error = error
+            response = record.chat_response
+        if response is not None:
+            self._end_chat(record, response, error)
+
+    def _wait_for_chat(self, record: Record, response: StreamingAgentChatResponse) -> None:
+        """Leave the record open until its chat stream ends (or end it, if that came first).
+
+        Chat engines write their stream out in a thread or task they start before returning,
+        so the stream's end event can come before or after the call's exit.
+        """
+        with self._lock:
+            if not record.chat_finished:
+                record.waiting = True
+                record.chat_response = response
+                weakref.finalize(response, self.end, record)
+                return
+        self._end_chat(record, response, record.chat_error)
+
+    def _end_chat(
+        self, record: Record, response: StreamingAgentChatResponse, error: BaseException | None
+    ) -> None:
+        if record.recording and isinstance(response.response, str):
+            self._capture_output(record, response.response, semconv.MIME_TEXT)
+        self.end(record, error)
 
     def _on_exception(self, record: Record, event: ExceptionEvent) -> None:
         if record.waiting and record.kind == semconv.SPAN_KIND_LLM:
@@ -453,33 +496,13 @@ class Recorder:
             stream = AsyncTokenStream(
                 inner, self._pending_span_id(inner), StreamOutcome(self.finish_stream)
             )
-        elif isinstance(result, StreamingAgentChatResponse):
-            return self._chat_stream_of(result)
         else:
             return None
         result.response_gen = stream  # type: ignore[assignment]
         return stream
 
-    def _chat_stream_of(
-        self, result: StreamingAgentChatResponse
-    ) -> TokenStream | AsyncTokenStream | None:
-        """The wrapper of a streaming chat response's `chat_stream` or `achat_stream`."""
-        if isinstance(result.chat_stream, TokenStream):
-            return result.chat_stream
-        if isinstance(result.achat_stream, AsyncTokenStream):
-            return result.achat_stream
-        if result.chat_stream is not None:
-            stream = TokenStream(result.chat_stream, None, StreamOutcome(self.finish_stream))
-            result.chat_stream = stream  # type: ignore[assignment]
-            return stream
-        if result.achat_stream is not None:
-            astream = AsyncTokenStream(result.achat_stream, None, StreamOutcome(self.finish_stream))
-            result.achat_stream = astream  # type: ignore[assignment]
-            return astream
-        return None
-
     def _pending_span_id(self, generator: object) -> str | None:
-        with self._pending_lock:
+        with self._lock:
             try:
                 return self._pending.pop(generator, None)
             except TypeError:  # not weak-referenceable: never pending

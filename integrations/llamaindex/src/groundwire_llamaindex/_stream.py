@@ -1,8 +1,7 @@
 """Streaming answers: keep the query's spans open until the token stream is consumed.
 
 A streaming query engine returns before any token exists; the LLM runs while the caller
-iterates. The wrappers here stand in for `StreamingResponse.response_gen` (and a streaming chat
-response's `chat_stream`): they collect the
+iterates. The wrappers here stand in for `StreamingResponse.response_gen`: they collect the
 text, end the waiting spans with it when the stream ends (or fails, or is dropped), and run
 each step with LlamaIndex's active span set to the synthesizer call that made the stream, so
 the LLM's span gets its parent from LlamaIndex's own parent id.
@@ -33,9 +32,7 @@ class StreamOutcome:
         self.waiting: list[Record] = []
 
     def add(self, item: object) -> None:
-        """Keep the text of one streamed item: a string token or a chat response's delta."""
-        if not isinstance(item, str):
-            item = getattr(item, "delta", None)
+        """Keep the text of one streamed token."""
         if isinstance(item, str):
             self.parts.append(item)
 

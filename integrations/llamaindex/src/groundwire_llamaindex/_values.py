@@ -10,6 +10,8 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
+from llama_index.core.workflow import StopEvent
+
 from groundwire import semconv
 from groundwire._types import Context
 from groundwire.capture import safe_json
@@ -60,19 +62,36 @@ def query_of(arguments: Mapping[str, Any]) -> str | None:
 
 
 def input_of(arguments: Mapping[str, Any]) -> Value | None:
-    """A call's input: its query as plain text when it has one, else its arguments as JSON."""
+    """A call's input: its query as plain text when it has one, else its arguments as JSON.
+
+    A workflow run's input is its start event's fields. Arguments that are None are left out,
+    and a single string argument is written as plain text.
+    """
     text = query_of(arguments)
     if text is not None:
         return text, semconv.MIME_TEXT
-    if not arguments:
+    fields = getattr(arguments.get("start_event"), "_data", None)
+    if isinstance(fields, Mapping):
+        payload = dict(fields)
+    else:
+        payload = {name: value for name, value in arguments.items() if value is not None}
+    if not payload:
         return None
-    return safe_json(dict(arguments)), semconv.MIME_JSON
+    if len(payload) == 1:
+        (only,) = payload.values()
+        if isinstance(only, str):
+            return only, semconv.MIME_TEXT
+    return safe_json(payload), semconv.MIME_JSON
 
 
 def output_of(result: object) -> Value | None:
     """A call's output: the text of a string, Response or tool output; anything else as JSON."""
     if result is None:
         return None
+    if isinstance(result, StopEvent):  # a workflow's result
+        result = result.result
+        if result is None:
+            return None
     if isinstance(result, str):
         return result, semconv.MIME_TEXT
     if hasattr(result, "response"):  # Response, AgentChatResponse
