@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 import math
@@ -244,3 +245,31 @@ def test_export_otlp_sends_evaluation_spans_under_the_original_turns(
         assert event.attributes[semconv.GEN_AI_EVALUATION_NAME] == "quoted_spans"
         assert not math.isnan(event.attributes[semconv.GEN_AI_EVALUATION_SCORE_VALUE])
     assert sum(point.count or 0 for point in points) == TURNS
+
+
+class LoopBound:
+    """An async evaluator holding an asyncio.Lock, which binds to the loop that first uses it."""
+
+    name = "loop_bound"
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+
+    async def aevaluate(self, turn: RagTurn) -> Score:
+        """Score 1.0 while holding the lock."""
+        async with self.lock:
+            await asyncio.sleep(0)
+        return Score(name=self.name, value=1.0)
+
+
+def test_async_evaluators_keep_one_loop_across_chunks_even_inside_a_running_loop(
+    traces: Path,
+) -> None:
+    """Loop-bound async state works across chunks, and rescore runs from async code."""
+
+    async def main() -> Any:
+        return rescore(traces, [LoopBound(), "quoted_spans"], None, chunk_size=2)
+
+    summary = asyncio.run(main())
+    assert summary.tallies["loop_bound"].scored == TURNS
+    assert summary.tallies["loop_bound"].failed == 0

@@ -2,6 +2,9 @@
 
 Sync evaluators run directly (`run_evaluator`); when any evaluator is async the chunk runs on an
 event loop (`arun_evaluator`, sync ones in threads) with at most `concurrency` calls in flight.
+That loop is one per process, kept on a daemon thread for the whole run, so judge clients that
+bind to a loop (httpx, openai) keep working from one chunk to the next, and `rescore` works from
+code that already runs a loop (Jupyter).
 Worker processes build their evaluators once, from a picklable spec, and ignore SIGINT so that
 Ctrl-C reaches only the parent, which stops cleanly.
 """
@@ -10,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Sequence
-from typing import Any
+import threading
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
 
 from groundwire._evaluate import EvaluatorSpec
 from groundwire._evaluator import (
@@ -29,6 +33,29 @@ __all__ = ["init_worker", "score_chunk", "score_in_worker"]
 
 _worker_evaluators: list[AnyEvaluator] = []
 _worker_concurrency = 8
+T = TypeVar("T")
+
+
+class _Loop:
+    """One event loop on a daemon thread, started on first use and reused for every chunk."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run `coroutine` on the shared loop and wait for its result."""
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="groundwire-rescore-loop", daemon=True
+                ).start()
+                self._loop = loop
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+
+_LOOP = _Loop()
 
 
 async def _score_async(
@@ -51,7 +78,7 @@ def score_chunk(
 ) -> list[TurnResult]:
     """Score each turn with every evaluator; never raises for an evaluator's failure."""
     if any(is_async_evaluator(evaluator) for evaluator in evaluators):
-        outcomes = asyncio.run(_score_async(turns, evaluators, concurrency))
+        outcomes = _LOOP.run(_score_async(turns, evaluators, concurrency))
     else:
         sync: Sequence[Any] = evaluators
         outcomes = [[run_evaluator(ev, turn) for ev in sync] for turn in turns]
