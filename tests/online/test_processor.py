@@ -229,3 +229,26 @@ def test_full_span_hand_off_drops_and_still_accounts_for_every_turn(
     assert stats.dropped > 0
     assert stats.adds_up() and stats.in_flight == 0
     processor.shutdown()
+
+
+def test_filtered_turns_count_every_evaluator_inline_or_not(telemetry: Telemetry) -> None:
+    """A turn the filter rejects counts sampled_out for inline and background evaluators alike."""
+    online = _configure(
+        telemetry,
+        evaluators=[AnswerLength(), HasContext()],
+        inline=["answer_length"],
+        turn_filter=lambda turn: "mat" not in turn.query,
+    )
+    record_turn(telemetry.tracer)  # "Who sat on the mat?": rejected
+    record_turn(telemetry.tracer, query="Who sat down?")
+    assert online.force_flush(5)
+    stats = online.stats()
+    assert (stats.sampled_out, stats.scored) == (1, 1)
+    assert telemetry.counts() == {
+        ("answer_length", "sampled_out"): 1,
+        ("answer_length", "ok"): 1,
+        ("has_context", "sampled_out"): 1,
+        ("has_context", "ok"): 1,
+    }
+    rejected, kept = telemetry.finished("rag")
+    assert not rejected.events and len(kept.events) == 1

@@ -188,12 +188,14 @@ class BackgroundRunner:
             self._log_drop()
         return not full
 
-    def count_dropped_turn(self) -> None:
+    def count_dropped_turn(self, inline: InlineResult | None = None) -> None:
         """Count a turn lost before it could be submitted (its root span was dropped)."""
         with self._cond:
             self._counters.submitted += 1
             self._counters.dropped += 1
             self._defer(semconv.OUTCOME_DROPPED)
+        if inline is not None:
+            self._record_inline(inline)
         self._log_drop()
 
     def _defer(self, outcome: str) -> None:

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from groundwire import semconv
 from groundwire._evaluator import EvaluationOutcome, Evaluator, run_evaluator
-from groundwire._types import RagTurn
+from groundwire._types import RagTurn, Score
 from groundwire.assembly import SpanRecord, TurnAssembler
 from groundwire.capture import LIVE_CONTENT
 from groundwire.emit import Emitter
@@ -106,7 +106,11 @@ class EvaluationSpanProcessor(SpanProcessor):
         with self._drop_lock:
             self._dropped_spans += 1
         if _is_local_root(span):
-            self.runner.count_dropped_turn()
+            context = span.context
+            key = format(context.span_id, "016x") if context is not None else ""
+            with self._inline_lock:
+                kept = self._inline_scores.pop(key, None)
+            self.runner.count_dropped_turn(kept[0] if kept is not None else None)
 
     def _on_ending(self, span: Span) -> None:
         """Inline evaluation of the turn rooted at `span`, on the app's thread; never raises."""
@@ -138,13 +142,15 @@ class EvaluationSpanProcessor(SpanProcessor):
     def _run_inline(self, turn: RagTurn) -> InlineResult | None:
         """Run the inline evaluators (metrics are recorded later, by a worker)."""
         config = self.runner.config
+        names = tuple(evaluator.name for evaluator in self._inline)
         if config.turn_filter is not None:
             try:
                 if not config.turn_filter(turn):
-                    return None
+                    return InlineResult(sampled_out=names)
             except Exception as error:
                 logger.warning("turn_filter raised %s: %s", type(error).__name__, error)
-                return None
+                failed = (EvaluationOutcome(Score.failed(n, error), 0.0, True) for n in names)
+                return InlineResult(outcomes=tuple(failed))
         outcomes: list[EvaluationOutcome] = []
         sampled_out: list[str] = []
         for evaluator in self._inline:
