@@ -258,3 +258,22 @@ def test_malformed_jaeger_array_reports_the_line(spans: list, tmp_path: Path) ->
     assert len({r.trace_id for r in records}) == 3
     line = text[:cut].count("\n") + 1
     assert f"{broken}:{line}: skipped: not valid JSON" in stream.getvalue()
+
+
+def test_jaeger_key_order_and_error_responses(spans: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """`data` after other keys still streams; a bare trace mentioning "data" stays one trace;
+    an error response with no data is reported, not crashed on."""
+    traces = json.loads(write_jaeger_api(spans, tmp_path / "api.json").read_text())["data"]
+    late = tmp_path / "late.json"
+    late.write_text(json.dumps({"total": 4, "limit": 0, "errors": None, "data": traces}))
+    assert len({r.trace_id for r in _records(late)}) == 4
+    bare = dict(traces[0])
+    bare["spans"][0]["tags"].append({"key": "note", "type": "string", "value": '"data": [1]'})
+    one = tmp_path / "bare.json"
+    one.write_text(json.dumps(bare))
+    assert len(_records(one)) == 3
+    failed = tmp_path / "failed.json"
+    failed.write_text(json.dumps({"data": None, "errors": [{"code": 500, "msg": "down"}]}))
+    stream = io.StringIO()
+    assert _records(failed, Problems(stream=stream)) == []
+    assert f"{failed}:1: skipped: the 'data' field holds no list of traces" in stream.getvalue()

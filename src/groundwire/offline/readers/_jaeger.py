@@ -28,6 +28,8 @@ __all__ = ["read_jaeger", "spans_from_jaeger_trace"]
 _CHUNK: Final = 1 << 20
 _DATA_ARRAY: Final = re.compile(r'"data"\s*:\s*\[')
 _WHITESPACE: Final = re.compile(r"[\s,]*")
+_FIRST_KEY: Final = re.compile(r'\s*\{\s*"([^"\\]*)"\s*:\s*')
+_TRACE_KEYS: Final = frozenset({"traceID", "spans", "processes", "warnings"})
 _SCOPE_TAGS: Final = ("otel.scope.name", "otel.library.name")
 _DROPPED_TAGS: Final = frozenset(
     {"otel.status_code", "otel.status_description", "span.kind", "error", "internal.span.format"}
@@ -197,24 +199,32 @@ def _decode_items(text: _Text, where: str) -> Iterator[tuple[int, Any]]:
 
 
 def _top_level(text: _Text, where: str) -> str:
-    """`array` when the traces are a (data) array at `text.pos`, `trace` for a bare trace."""
-    while True:
-        stripped = text.buffer.lstrip()
-        if stripped or not text.more():
-            break
+    """`array` when the traces are a (data) array at `text.pos`, `trace` for a bare trace.
+
+    The first key decides: `data` is the API/UI wrapper, a trace field a bare trace; any other
+    first key (`total`, `errors`, ...) means the `data` array comes later and is searched for.
+    """
+    while not text.buffer.strip() and text.more():
+        pass
     head = text.buffer.lstrip()
     if head.startswith("["):
         text.pos = text.buffer.index("[") + 1
         return "array"
     if not head.startswith("{"):
         raise ValueError(f"{where}:1: not Jaeger JSON: expected an object or an array")
+    first = _FIRST_KEY.match(text.buffer)
+    if first is not None and first.group(1) in _TRACE_KEYS:
+        return "trace"
+    if first is not None and first.group(1) == "data":
+        if text.buffer[first.end() : first.end() + 1] == "[":
+            text.pos = first.end() + 1
+            return "array"
+        raise ValueError(f"{where}:1: the 'data' field holds no list of traces")
     while True:
         match = _DATA_ARRAY.search(text.buffer)
         if match:
             text.pos = match.end()
             return "array"
-        if '"traceID"' in text.buffer[:4096] and '"data"' not in text.buffer:
-            return "trace"
         if not text.more(len(text.buffer)):
             raise ValueError(f"{where}:1: not Jaeger JSON: no 'data' array and no trace")
 
