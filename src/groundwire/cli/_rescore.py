@@ -165,7 +165,7 @@ def rescore_command(
     spec: Any = {name: extra.get(name, {}) for name in names}
     export: bool | str = False
     if export_otlp is not None:
-        export = True if export_otlp == _FROM_ENV else export_otlp
+        export = True if export_otlp in (_FROM_ENV, "") else export_otlp
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
