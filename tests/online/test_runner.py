@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 import tracemalloc
@@ -12,7 +13,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
-from groundwire import RagTurn, semconv
+from groundwire import RagTurn, Score, semconv
 from groundwire.emit import Emitter
 from groundwire.runner import BackgroundRunner, RunnerConfig, TokenBudget
 
@@ -92,6 +93,34 @@ def test_hung_evaluator_is_abandoned_at_its_timeout_and_work_continues(
     finally:
         hangs.release.set()
         runner.shutdown(1)
+
+
+class SlowJudge(Judge):
+    """An async judge that never answers in time."""
+
+    name = "slow_judge"
+
+    async def aevaluate(self, turn: RagTurn) -> Score:
+        await asyncio.sleep(30)
+        return await super().aevaluate(turn)
+
+
+def test_hung_async_judge_is_cancelled_at_its_timeout_and_others_score(
+    telemetry: Telemetry, emitter: Emitter
+) -> None:
+    """An async evaluator past its timeout is cancelled and counted; the others still score."""
+    config = RunnerConfig([SlowJudge(), Judge(), AnswerLength()], evaluator_timeout_s=0.2)
+    runner = BackgroundRunner(config, emitter)
+    for i in range(4):
+        runner.submit(make_turn(i))
+    assert runner.force_flush(5)
+    assert runner.stats().errored == 4
+    assert telemetry.counts() == {
+        ("slow_judge", "error"): 4,
+        ("judge", "ok"): 4,
+        ("answer_length", "ok"): 4,
+    }
+    runner.shutdown(1)
 
 
 def test_full_queue_drops_and_counts_without_blocking(

@@ -485,4 +485,4 @@ class BackgroundRunner:
         assert loop is not None
         for task in asyncio.all_tasks(loop):
             task.cancel()
-        loop.stop()
+        loop.call_soon(loop.stop)  # one more turn of the loop lets the cancellations land
