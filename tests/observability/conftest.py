@@ -1,0 +1,72 @@
+"""Fixtures for the observability stack: the example files, and a real Prometheus binary.
+
+Prometheus comes from Debian's `prometheus` package (it ships `promtool` too), installed here when
+missing; the tests that need it are skipped, with the reason, only where it cannot be installed
+(not root, or no apt-get).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "observability"
+DASHBOARD = EXAMPLE / "grafana" / "dashboards" / "groundwire-rag-quality.json"
+RULES = EXAMPLE / "prometheus" / "groundwire-rules.yml"
+
+_INSTALL_TIMEOUT_S = 600
+
+
+def _install_prometheus() -> str | None:
+    """Install Debian's prometheus package; None on success, else why it cannot be done."""
+    if shutil.which("apt-get") is None:
+        return "Prometheus is not installed and there is no apt-get to install it"
+    if os.geteuid() != 0:
+        return "Prometheus is not installed and installing it needs root (apt-get)"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (
+        ["apt-get", "update"],
+        ["apt-get", "install", "-y", "--no-install-recommends", "prometheus"],
+    ):
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S
+        )
+        if done.returncode != 0:
+            pytest.fail(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return None
+
+
+@pytest.fixture(scope="session")
+def prometheus_bin() -> tuple[str, str]:
+    """Paths of `prometheus` and `promtool`, installing the Debian package once when missing."""
+    if shutil.which("prometheus") is None or shutil.which("promtool") is None:
+        reason = _install_prometheus()
+        if reason is not None:
+            pytest.skip(reason)
+    prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
+    assert prometheus is not None and promtool is not None, "the package installed no binaries"
+    return prometheus, promtool
+
+
+def load_dashboard() -> dict[str, Any]:
+    """The dashboard JSON as provisioned."""
+    loaded: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return loaded
+
+
+def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every panel that shows data (rows are layout only), including panels nested in rows."""
+    found: list[dict[str, Any]] = []
+    for item in dashboard["panels"]:
+        if item["type"] == "row":
+            found.extend(item.get("panels", []))
+        else:
+            found.append(item)
+    return found
