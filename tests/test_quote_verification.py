@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from rank_bm25 import BM25Okapi
 
 from groundwire.evaluators import QuoteMatch, verify_quotes
-from groundwire.evaluators.quote_verification._bm25 import WindowIndex, tokenize
+from groundwire.evaluators.quote_verification._bm25 import DocumentTokens, WindowIndex, tokenize
 from groundwire.evaluators.quote_verification._normalise import normalise, normalise_quote
 from groundwire.evaluators.quote_verification._windows import make_windows
 
@@ -217,6 +217,7 @@ def test_window_index_scores_equal_rank_bm25() -> None:
     windows[3] = []
     okapi = BM25Okapi(windows, k1=1.2, b=0.6)
     index = WindowIndex(windows, k1=1.2, b=0.6)
+    assert all(index.idf(term) == okapi.idf[term] for term in okapi.idf)
     for _ in range(20):
         query = rng.choices([*_WORDS, "absent"], k=rng.randint(1, 8))
         assert np.allclose(index.scores(query), okapi.get_scores(query))
@@ -494,3 +495,54 @@ def test_bad_options_raise_naming_the_option(
     """Each option is validated up front; the error names the option and what it accepts."""
     with pytest.raises(error, match=message):
         verify_quotes(["a quote"], DOCS, **options)  # type: ignore[arg-type]
+
+
+def test_bracketed_ellipsis_drops_the_brackets() -> None:
+    """An editorial "[...]" or "(…)" is an ellipsis; its brackets are not part of head or tail."""
+    documents = {
+        "a": "The report found that costs rose sharply in the north and fell in the south."
+    }
+    for mark in (" [...] ", " (…) ", "[…]"):
+        (row,) = verify_quotes(
+            [f"costs rose sharply{mark}fell in the south"], documents, embedder=None
+        )
+        assert row.match_kind == "ellipsis" and row.match_ratio == 1.0
+        assert row.span_text == "costs rose sharply in the north and fell in the south"
+
+
+def test_public_names_are_exported() -> None:
+    """The package's __all__ is what we promise, and groundwire.evaluators re-exports it lazily."""
+    import groundwire.evaluators as evaluators
+    from groundwire.evaluators import quote_verification
+
+    assert set(quote_verification.__all__) == {
+        "LABELS",
+        "MatchKind",
+        "QuoteMatch",
+        "QuoteStats",
+        "QuoteVerification",
+        "TrimMethod",
+        "quote_stats",
+        "verify_quotes",
+        "write_quotes_xlsx",
+        "write_stats_csv",
+    }
+    for name in (
+        "QuoteVerification",
+        "QuoteMatch",
+        "QuoteStats",
+        "verify_quotes",
+        "quote_stats",
+        "write_stats_csv",
+        "write_quotes_xlsx",
+    ):
+        assert getattr(evaluators, name) is getattr(quote_verification, name)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(alphabet="ab cd_.é\n", max_size=60), st.integers(0, 60), st.integers(0, 60))
+def test_window_tokens_equal_tokenising_the_window_text(text: str, start: int, size: int) -> None:
+    """Property: tokens of a window taken from the document pass equal tokenize(window text)."""
+    end = min(len(text), start + size)
+    start = min(start, end)
+    assert DocumentTokens(text).window(start, end) == tokenize(text[start:end])

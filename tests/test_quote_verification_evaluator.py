@@ -31,7 +31,7 @@ def test_registry_name_scores_share_of_verified_quotes() -> None:
     score = groundwire.evaluate(turn, ["quote_verification"])["quote_verification"]
     assert score.error is None
     assert score.value == pytest.approx(2 / 3)
-    assert score.label == "partially_verified"
+    assert score.label == "some_unverified"
     assert score.explanation is not None and "taxes will fall by half soon" in score.explanation
     rows = score.details["quotes"]
     assert [row["source_doc"] for row in rows[:2]] == ["news-1", "news-2"]
@@ -62,14 +62,14 @@ def test_contexts_without_id_are_named_doc_i_and_repeated_ids_disambiguated() ->
     )
     score = QuoteVerification(embedder=None).evaluate(turn)
     assert [row["source_doc"] for row in score.details["quotes"]] == ["doc_0", "x", "x#2"]
-    assert score.value == 1.0 and score.label == "verified"
+    assert score.value == 1.0 and score.label == "all_verified"
 
 
 def test_turn_without_contexts_scores_zero() -> None:
     """Quotes but no contexts: nothing can be verified, value 0.0, explanation says why."""
     turn = RagTurn(query="q", contexts=[], answer="He said “this is a quote”.")
     score = QuoteVerification(embedder=None).evaluate(turn)
-    assert score.value == 0.0 and score.label == "unverified"
+    assert score.value == 0.0 and score.label == "none_verified"
     assert score.explanation is not None and "no contexts" in score.explanation
 
 

@@ -13,7 +13,7 @@ through BM25 over overlapping windows and fuzzy trimming. See docs/quote_verific
 
 from __future__ import annotations
 
-from groundwire.evaluators.quote_verification._evaluator import QuoteVerification
+from groundwire.evaluators.quote_verification._evaluator import LABELS, QuoteVerification
 from groundwire.evaluators.quote_verification._export import (
     write_quotes_xlsx,
     write_stats_csv,
@@ -24,6 +24,7 @@ from groundwire.evaluators.quote_verification._trim import TrimMethod
 from groundwire.evaluators.quote_verification._verify import verify_quotes
 
 __all__ = [
+    "LABELS",
     "MatchKind",
     "QuoteMatch",
     "QuoteStats",

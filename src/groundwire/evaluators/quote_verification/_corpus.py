@@ -6,7 +6,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
-from groundwire.evaluators.quote_verification._bm25 import WindowIndex, tokenize
+from groundwire.evaluators.quote_verification._bm25 import DocumentTokens, WindowIndex
 from groundwire.evaluators.quote_verification._normalise import NormalisedText, normalise
 from groundwire.evaluators.quote_verification._windows import Window, make_windows
 
@@ -86,7 +86,8 @@ class Corpus:
         built = self._indexes.get(key)
         if built is None:
             windows = make_windows([len(norm.text) for norm in self.norms], size, overlap)
-            tokens = [tokenize(self.norms[w.doc].text[w.start : w.end]) for w in windows]
+            documents = [DocumentTokens(norm.text) for norm in self.norms]
+            tokens = [documents[w.doc].window(w.start, w.end) for w in windows]
             built = (windows, WindowIndex(tokens, k1=k1, b=b))
             self._indexes[key] = built
         return built

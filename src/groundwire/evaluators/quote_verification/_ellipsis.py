@@ -11,8 +11,9 @@ from groundwire.evaluators.quote_verification._rows import MatchKind
 
 __all__ = ["ELLIPSIS", "Located", "best_pair", "has_ellipsis", "split_ellipsis", "weighted_ratio"]
 
-ELLIPSIS = re.compile(r"\.{3,}|…")
-"""What marks an omission in a quote: three or more dots, or the ellipsis character."""
+ELLIPSIS = re.compile(r"[\[(]?\s*(?:\.{3,}|…)\s*[\])]?")
+"""What marks an omission in a quote: three or more dots or the ellipsis character (the card's
+`\\.{3,}|…`), with the brackets of an editorial "[...]" or "(…)" taken along."""
 
 
 @dataclass(frozen=True, slots=True)

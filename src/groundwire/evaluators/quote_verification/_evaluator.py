@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from groundwire._types import RagTurn, Score
 from groundwire.embeddings import DEFAULT_EMBEDDER, Embedder
@@ -13,7 +13,10 @@ from groundwire.evaluators.quote_verification._verify import verify_quotes
 from groundwire.evaluators.quoted_spans import find_quotes
 from groundwire.evaluators.quoted_spans._finder import check_min_len
 
-__all__ = ["QuoteVerification"]
+__all__ = ["LABELS", "QuoteVerification"]
+
+LABELS: Final = ("all_verified", "some_unverified", "none_verified", "no_quotes")
+"""Every label this evaluator gives (low-cardinality, safe as a metric attribute)."""
 
 _SHOWN_MISSES = 2
 """Unverified quotes named in the explanation."""
@@ -116,8 +119,8 @@ class QuoteVerification:
 
 def _label(verified: int, total: int) -> str:
     if verified == total:
-        return "verified"
-    return "unverified" if verified == 0 else "partially_verified"
+        return "all_verified"
+    return "none_verified" if verified == 0 else "some_unverified"
 
 
 def _explain(rows: list[QuoteMatch], verified: int, *, has_contexts: bool) -> str:

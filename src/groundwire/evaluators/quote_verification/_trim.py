@@ -25,7 +25,9 @@ TRIM_METHODS: tuple[str, ...] = ("fuzzy", "sliding_bm25", "hybrid")
 _WORD = re.compile(r"\w+")
 _NON_SPACE = re.compile(r"\S+")
 _MAX_CANDIDATES = 6
-"""Boundary candidates tried on each side of a span (so at most 36 ratio computations)."""
+"""Boundary candidates tried on each side of a span."""
+_MARGIN = 40
+"""Characters searched beyond the tolerance so the nearest boundary outside it is found too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +60,30 @@ def window_ratio(quote: str, region: str) -> float:
     return fuzz.partial_ratio(quote, region) / 100.0
 
 
-def _boundaries(region: str) -> tuple[list[int], list[int]]:
-    """Word and token boundaries: where a `\\w+` or whitespace-free run starts, where one ends."""
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _is_token(char: str) -> bool:
+    return not char.isspace()
+
+
+_PATTERNS = ((_WORD, _is_word), (_NON_SPACE, _is_token))
+
+
+def _boundaries(region: str, lo: int, hi: int) -> tuple[list[int], list[int]]:
+    """Word and token boundaries in region[lo:hi]: where a `\\w+` or whitespace-free run starts,
+    where one ends (a run cut by lo or hi has no boundary there)."""
+    lo, hi = max(0, lo), min(len(region), hi)
     starts: set[int] = set()
     ends: set[int] = set()
-    for pattern in (_WORD, _NON_SPACE):
-        for match in pattern.finditer(region):
-            starts.add(match.start())
-            ends.add(match.end())
+    for pattern, inside in _PATTERNS:
+        for match in pattern.finditer(region, lo, hi):
+            start, end = match.start(), match.end()
+            if start > lo or start == 0 or not inside(region[start - 1]):
+                starts.add(start)
+            if end < hi or end == len(region) or not inside(region[end]):
+                ends.add(end)
     return sorted(starts), sorted(ends)
 
 
@@ -80,19 +98,27 @@ def _near(positions: list[int], target: int, tolerance: int) -> list[int]:
 
 def snap(quote: str, region: str, start: int, end: int, tolerance: int) -> Alignment:
     """Move [start, end) to the nearby word boundaries whose span is closest to the quote
-    (character similarity), and score the result with `match_ratio`."""
-    starts, ends = _boundaries(region)
-    best_start, best_end = start, end
-    best_key = (-1.0, 0)
-    for cand_start in _near(starts, start, tolerance):
-        for cand_end in _near(ends, end, tolerance):
-            if cand_end <= cand_start:
-                continue
-            ratio = _ratio(quote, region[cand_start:cand_end])
-            key = (ratio, -(abs(cand_start - start) + abs(cand_end - end)))
-            if key > best_key:
-                best_key = key
-                best_start, best_end = cand_start, cand_end
+    (character similarity; start, then end, then start again), scored with `match_ratio`."""
+    reach = tolerance + _MARGIN
+    starts = _near(_boundaries(region, start - reach, start + reach)[0], start, tolerance)
+    ends = _near(_boundaries(region, end - reach, end + reach)[1], end, tolerance)
+    if not starts or not ends:
+        return Alignment(start, end, match_ratio(quote, region[start:end]))
+
+    def best(candidates: list[int], other: int, moving_start: bool) -> int:
+        scored = []
+        for position in candidates:
+            lo, hi = (position, other) if moving_start else (other, position)
+            if hi > lo:
+                target = start if moving_start else end
+                scored.append((_ratio(quote, region[lo:hi]), -abs(position - target), position))
+        return max(scored)[2] if scored else candidates[0]
+
+    best_start = best(starts, ends[0], moving_start=True)
+    best_end = best(ends, best_start, moving_start=False)
+    best_start = best(starts, best_end, moving_start=True)
+    if best_end <= best_start:
+        best_start, best_end = start, end
     return Alignment(best_start, best_end, match_ratio(quote, region[best_start:best_end]))
 
 
