@@ -183,8 +183,8 @@ def test_opentelemetry_instrument_uses_global_provider(tmp_path: Path) -> None:
 
 
 def test_sampled_out_runs_make_no_spans_and_change_nothing(index: VectorStoreIndex) -> None:
-    """With a sampler that drops every trace, queries (plain and streamed) answer as before and
-    nothing is exported."""
+    """With a sampler that drops every trace, queries and chats (plain and streamed) answer as
+    before and nothing is exported."""
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider(sampler=ALWAYS_OFF)
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -193,7 +193,9 @@ def test_sampled_out_runs_make_no_spans_and_change_nothing(index: VectorStoreInd
         plain = index.as_query_engine(similarity_top_k=1).query("Where is Paris?")
         streamed = index.as_query_engine(similarity_top_k=1, streaming=True).query("Paris?")
         text = "".join(streamed.response_gen)
+        chat = index.as_chat_engine(chat_mode="context").stream_chat("Paris?")
+        chatted = "".join(chat.response_gen)
     finally:
         LlamaIndexInstrumentor().uninstrument()
-    assert str(plain) == text == "text text text text text text"
+    assert str(plain) == text == chatted == "text text text text text text"
     assert exporter.get_finished_spans() == ()

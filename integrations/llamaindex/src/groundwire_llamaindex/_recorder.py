@@ -164,11 +164,11 @@ class Recorder:
             record.waiting = True
             stream.outcome.waiting.append(record)
             return
-        if isinstance(result, StreamingAgentChatResponse):
-            self._wait_for_chat(record, result)
-            return
         if not record.recording:  # sampled out: nothing to write
             self.end(record)
+            return
+        if isinstance(result, StreamingAgentChatResponse):
+            self._wait_for_chat(record, result)
             return
         kind = record.kind
         if kind == semconv.SPAN_KIND_RETRIEVER:
