@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -179,8 +180,6 @@ def test_open_root_is_not_a_turn_for_finished_spans_only() -> None:
     """Only ended spans are passed: a root that is still open is invisible, so no turn yet."""
     rec = Recorder()
     root = rec.tracer.start_span("rag", attributes={KIND: "CHAIN", "input.value": "q"})
-    from opentelemetry import trace
-
     with trace.use_span(root, end_on_exit=False):
         rec.retriever("q", ["d"])
         rec.llm("a")
