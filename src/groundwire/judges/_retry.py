@@ -8,8 +8,6 @@ import json
 import random
 import time
 
-import openai
-
 __all__ = ["backoff_delay", "is_retryable", "retry_after_s"]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -17,6 +15,8 @@ _RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 def is_retryable(error: BaseException) -> bool:
     """True for transient failures worth another attempt."""
+    import openai  # imported here so that importing groundwire.judges stays light
+
     if isinstance(error, openai.APIStatusError):
         return error.status_code in _RETRYABLE_STATUS or error.status_code >= 500
     if isinstance(error, openai.APIConnectionError | TimeoutError):  # includes APITimeoutError
