@@ -46,10 +46,12 @@ class _OptionalValueCommand(TyperCommand):
 
 
 def _names(values: list[str]) -> list[str]:
+    """Evaluator names from repeated and comma-separated `--evaluators` values."""
     return [name.strip() for value in values for name in value.split(",") if name.strip()]
 
 
 def _options(raw: str | None) -> dict[str, dict[str, Any]]:
+    """`--options` JSON (inline or @file) as evaluator name -> keyword arguments."""
     if raw is None:
         return {}
     text = Path(raw[1:]).read_text(encoding="utf-8") if raw.startswith("@") else raw
@@ -67,6 +69,7 @@ def _options(raw: str | None) -> dict[str, dict[str, Any]]:
 
 
 def _summary_table(summary: RescoreSummary) -> Table:
+    """Scored / mean / n/a / failed per evaluator, as a rich table."""
     table = Table(title="scores", title_justify="left")
     for column in ("evaluator", "scored", "mean", "n/a", "failed"):
         table.add_column(column, justify="left" if column == "evaluator" else "right")
@@ -181,6 +184,7 @@ def rescore_command(
     task = progress.add_task("reading", total=None)
 
     def on_progress(summary: RescoreSummary) -> None:
+        """Move the bar to the bytes read; show turns scored and their rate."""
         rate = summary.turns_scored / summary.elapsed_s if summary.elapsed_s else 0.0
         total = summary.total_bytes if engine == "local" else None
         progress.update(
@@ -191,6 +195,7 @@ def rescore_command(
         )
 
     def on_problem(text: str) -> None:
+        """Print a bad-record message above the progress bar."""
         progress.console.print(
             f"[yellow]groundwire:[/] {escape(text)}", highlight=False, soft_wrap=True
         )

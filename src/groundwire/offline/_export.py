@@ -33,6 +33,7 @@ _DEFAULT_SERVICE = "groundwire-rescore"
 
 
 def _exporters(endpoint: str | None) -> tuple[Any, Any]:
+    """OTLP span and metric exporters for `endpoint` (None: the standard variables decide)."""
     grpc = otlp_protocol("traces") == "grpc"
     if grpc:
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter

@@ -62,6 +62,7 @@ def iter_turns(
     )
 
     def turns_of(spans: list[SpanRecord]) -> Iterator[RagTurn]:
+        """The turns of one complete trace, counted; resumed ones skipped, gold answers attached."""
         counts.traces += 1
         for turn in turns_from_spans(spans):
             counts.turns += 1

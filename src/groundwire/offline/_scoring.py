@@ -61,13 +61,16 @@ _LOOP = _Loop()
 async def _score_async(
     turns: Sequence[RagTurn], evaluators: Sequence[AnyEvaluator], concurrency: int
 ) -> list[list[EvaluationOutcome]]:
+    """Every evaluator on every turn, at most `concurrency` calls at once; outcomes by turn."""
     limit = asyncio.Semaphore(concurrency)
 
     async def one(evaluator: AnyEvaluator, turn: RagTurn) -> EvaluationOutcome:
+        """One evaluation under the concurrency limit."""
         async with limit:
             return await arun_evaluator(evaluator, turn)
 
     async def per_turn(turn: RagTurn) -> list[EvaluationOutcome]:
+        """All evaluators on one turn, in evaluator order."""
         return list(await asyncio.gather(*(one(ev, turn) for ev in evaluators)))
 
     return list(await asyncio.gather(*(per_turn(turn) for turn in turns)))

@@ -23,6 +23,8 @@ __all__ = ["TraceWindow"]
 
 @dataclass(slots=True)
 class _Pending:
+    """One held trace: its spans by id, whether its root was read, when it was last touched."""
+
     spans: dict[str, SpanRecord] = field(default_factory=dict)
     root_seen: bool = False
     last_record: int = 0
@@ -102,6 +104,7 @@ class TraceWindow:
             yield self._release(trace_id)
 
     def _release(self, trace_id: str) -> list[SpanRecord]:
+        """Stop holding `trace_id`, remember it (for late spans) and return its spans."""
         pending = self._pending.pop(trace_id)
         self._rooted.pop(trace_id, None)
         self._held -= len(pending.spans)

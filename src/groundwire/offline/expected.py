@@ -36,6 +36,7 @@ def normalise_query(query: str) -> str:
 
 
 def _answers(entry: Mapping[str, Any], where: str, csv_cell: bool) -> tuple[str, ...]:
+    """The entry's gold answers, from the first answer key present; ValueError naming `where`."""
     for key in _ANSWER_KEYS:
         value = entry.get(key)
         if value is None or value == "":
@@ -102,6 +103,7 @@ class ExpectedAnswers:
 
 
 def _entries(path: Path) -> Iterator[tuple[str, Any, bool]]:
+    """(where, entry, is_csv) for each entry of a JSONL, JSON-array or CSV file."""
     with path.open(encoding="utf-8-sig", newline="") as file:
         head = file.read(1)
         while head and head.isspace():

@@ -39,6 +39,7 @@ _TURN_COUNTERS = ("traces", "turns", "resumed", "forced_traces", "late_spans")
 
 
 def _ray() -> Any:
+    """The `ray` module with Ray Data, or ImportError naming the extra to install."""
     try:
         import ray
         import ray.data
@@ -109,6 +110,7 @@ class _Score:
 
 
 def _result_json(result: TurnResult) -> str:
+    """A TurnResult as JSON text (Ray rows hold strings; no Arrow schema for nested details)."""
     return json.dumps(
         {
             "turn": result.turn.model_dump(mode="json"),
@@ -119,6 +121,7 @@ def _result_json(result: TurnResult) -> str:
 
 
 def _result_from_json(text: str) -> TurnResult:
+    """The TurnResult `_result_json` wrote."""
     data = json.loads(text)
     scores = [Score.model_validate(score) for score in data["scores"]]
     return TurnResult(
@@ -183,6 +186,7 @@ def score_with_ray(
 
 
 def _add_counters(summary: RescoreSummary, counters: dict[str, int]) -> None:
+    """Add one file's read and turn counters to the run's summary."""
     for name in _COUNTERS:
         setattr(summary.read, name, getattr(summary.read, name) + counters.get(name, 0))
     for name in _TURN_COUNTERS:

@@ -154,6 +154,7 @@ class _SigintHandler:
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        """First Ctrl-C: ask the run to stop; the next one raises KeyboardInterrupt."""
         self._stop.set()
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -163,6 +164,7 @@ class _SigintHandler:
 
 
 def _check_workers(workers: int, spec: Any) -> None:
+    """Validate `workers`; with several, the evaluator spec must pickle (each process gets it)."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int of at least 1, got {workers!r}")
     if workers > 1:
@@ -176,6 +178,7 @@ def _check_workers(workers: int, spec: Any) -> None:
 
 
 def _chunks(turns: Iterator[RagTurn], size: int, stop: StopFlag) -> Iterator[list[RagTurn]]:
+    """Group turns into lists of `size`; stop early (dropping the partial chunk) once asked to."""
     chunk: list[RagTurn] = []
     for turn in turns:
         chunk.append(turn)

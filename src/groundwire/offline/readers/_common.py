@@ -95,6 +95,7 @@ class Problems:
 
 
 def _from_b64(value: str, size: int, what: str) -> str:
+    """Base64 of exactly `size` bytes as hex; ValueError naming the field otherwise."""
     try:
         raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):

@@ -39,6 +39,7 @@ _DROPPED_TAGS: Final = frozenset(
 
 
 def _tag_value(tag: Mapping[str, Any]) -> Any:
+    """A Jaeger tag's value in its declared type."""
     kind = str(tag.get("type", "string")).lower()
     value = tag.get("value")
     if kind == "bool":
@@ -53,6 +54,7 @@ def _tag_value(tag: Mapping[str, Any]) -> Any:
 
 
 def _tags(tags: Any) -> dict[str, Any]:
+    """A Jaeger tag list as a dict."""
     if not tags:
         return {}
     if not isinstance(tags, list):
@@ -61,6 +63,7 @@ def _tags(tags: Any) -> dict[str, Any]:
 
 
 def _process_resource(process: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A Jaeger process as resource attributes (`service.name` plus its tags)."""
     resource = _tags(process.get("tags"))
     name = process.get("serviceName")
     if name:
@@ -69,6 +72,7 @@ def _process_resource(process: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _parent(span: Mapping[str, Any], trace_id: str) -> str | None:
+    """The parent span id: a same-trace CHILD_OF (else FOLLOWS_FROM) reference, or None."""
     references = span.get("references") or []
     for wanted in ("CHILD_OF", "FOLLOWS_FROM"):
         for reference in references:
@@ -82,6 +86,7 @@ def _parent(span: Mapping[str, Any], trace_id: str) -> str | None:
 
 
 def _status(tags: Mapping[str, Any]) -> str:
+    """The OTel status code from OpenTelemetry's Jaeger status tags."""
     code = str(tags.get("otel.status_code", "")).upper()
     if code in ("OK", "ERROR"):
         return code

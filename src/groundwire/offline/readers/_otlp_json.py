@@ -41,6 +41,7 @@ _OTHER_SIGNALS: Final = ("resourceMetrics", "resource_metrics", "resourceLogs", 
 
 
 def _get(node: Mapping[str, Any], camel: str, snake: str, default: Any = None) -> Any:
+    """`node[camel]`, else `node[snake]` (protobuf JSON accepts both spellings)."""
     value = node.get(camel)
     if value is None:
         value = node.get(snake, default)
@@ -48,14 +49,17 @@ def _get(node: Mapping[str, Any], camel: str, snake: str, default: Any = None) -
 
 
 def _array(item: Any) -> tuple[Any, ...]:
+    """An `arrayValue` as a tuple."""
     return tuple(any_value(v) for v in (item or {}).get("values", ()))
 
 
 def _kvlist(item: Any) -> dict[str, Any]:
+    """A `kvlistValue` as a dict."""
     return attributes((item or {}).get("values", ()))
 
 
 def _identity(item: Any) -> Any:
+    """A `stringValue` as is."""
     return item
 
 
@@ -92,6 +96,7 @@ def attributes(pairs: Any) -> dict[str, Any]:
 
 
 def _nanos(value: Any, what: str) -> int:
+    """A Unix-nanosecond time given as a string or number."""
     if value is None or value == "":
         return 0
     try:
@@ -101,6 +106,7 @@ def _nanos(value: Any, what: str) -> int:
 
 
 def _span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str | None) -> SpanRecord:
+    """One OTLP/JSON span as a SpanRecord; errors say which field is wrong."""
     parent = _get(span, "parentSpanId", "parent_span_id")
     status = span.get("status") or {}
     code = status.get("code", 0)

@@ -29,6 +29,7 @@ _RESOURCE_SPANS_TAG: Final = 0x0A
 
 
 def _value(value: Any) -> Any:
+    """A protobuf `AnyValue` as a Python value."""
     kind = value.WhichOneof("value")
     if kind is None:
         return None
@@ -40,6 +41,7 @@ def _value(value: Any) -> Any:
 
 
 def _attributes(pairs: Any) -> dict[str, Any]:
+    """Protobuf `KeyValue`s as a dict."""
     return {pair.key: _value(pair.value) for pair in pairs}
 
 
@@ -150,6 +152,7 @@ def read_otlp_proto(source: SourceFile, problems: Problems) -> Iterator[SpanBatc
 
 
 def _encode_varint(value: int) -> bytes:
+    """`value` as a base-128 varint (to know how many bytes its prefix took)."""
     out = bytearray()
     while True:
         byte = value & 0x7F

@@ -54,6 +54,7 @@ class SourceFile:
 
 
 def _zstd_reader(raw: IO[bytes], path: Path) -> IO[bytes]:
+    """A buffered zstd decompressor over `raw`; ValueError when `zstandard` is missing."""
     try:
         import zstandard
     except ImportError:

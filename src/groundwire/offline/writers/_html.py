@@ -41,6 +41,8 @@ mark.ok{background:#c8f0c8}mark.bad{background:#ffc4c4}mark.quote{background:#ff
 
 @dataclass(slots=True)
 class _Distribution:
+    """One evaluator's histogram (bin counts), mean, and not-applicable / failed counts."""
+
     bins: list[int] = field(default_factory=lambda: [0] * _BINS)
     scored: int = 0
     total: float = 0.0
@@ -48,6 +50,7 @@ class _Distribution:
     failed: int = 0
 
     def add(self, score: Score | None) -> None:
+        """Count one score."""
         if score is None or score.value is None:
             self.not_applicable += 1
         elif math.isnan(score.value):
@@ -59,6 +62,7 @@ class _Distribution:
 
 
 def _escape(text: Any) -> str:
+    """HTML-escaped text (None as empty)."""
     return html.escape("" if text is None else str(text))
 
 
@@ -137,6 +141,7 @@ def _marks(result: TurnResult) -> tuple[list[Any], list[list[Any]]]:
 
 
 def _histogram_svg(name: str, dist: _Distribution) -> str:
+    """An inline SVG histogram of one evaluator's scores over [0, 1]."""
     width, height, pad = 300, 130, 22
     top = max(dist.bins) or 1
     bar = (width - 2 * pad) / _BINS
@@ -248,6 +253,7 @@ class HtmlReportWriter:
         return "\n".join(out)
 
     def _turn_html(self, rank: int, result: TurnResult) -> str:
+        """One worst turn: ids, scores, the answer and contexts with quotes highlighted."""
         turn = result.turn
         answer_marks, context_marks = _marks(result)
         rows = []

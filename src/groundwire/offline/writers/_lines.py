@@ -33,6 +33,7 @@ class _LineFile:
         return self._good == 0
 
     def line(self, text: str) -> None:
+        """Write one whole line and remember the offset after it."""
         self._file.write(text)
         self._good = self._file.tell()
         self._since_flush += 1
@@ -40,10 +41,12 @@ class _LineFile:
             self.flush()
 
     def flush(self) -> None:
+        """Push buffered lines to the OS."""
         self._file.flush()
         self._since_flush = 0
 
     def close(self, *, interrupted: bool) -> None:
+        """Flush and close; when interrupted, cut the file back to the last whole line."""
         try:
             self._file.flush()
             if interrupted:
@@ -97,6 +100,7 @@ class CsvWriter:
             self._row(csv_header(self._evaluators))
 
     def _row(self, row: list[Any]) -> None:
+        """Write one CSV row as one whole line."""
         self._buffer.seek(0)
         self._buffer.truncate()
         self._csv.writerow(row)

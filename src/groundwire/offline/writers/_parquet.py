@@ -19,6 +19,7 @@ _ROW_GROUP: Final = 4_096
 
 
 def _pyarrow() -> Any:
+    """The `pyarrow` module (with parquet), or ImportError naming the extra to install."""
     try:
         import pyarrow  # type: ignore[import-untyped,unused-ignore]
         import pyarrow.parquet  # type: ignore[import-untyped,unused-ignore]
@@ -73,6 +74,7 @@ class ParquetWriter:
             self._flush()
 
     def _flush(self) -> None:
+        """Write the buffered rows as one row group."""
         if self._rows:
             table = self._pa.Table.from_pylist(self._rows, schema=self._schema)
             self._writer.write_table(table)

@@ -31,6 +31,7 @@ _QUOTE_COLUMNS: Final = (
 
 
 def _cell(value: Any) -> Any:
+    """A value Excel accepts: strings cut to the cell limit."""
     if isinstance(value, str) and len(value) > _CELL_LIMIT:
         return value[: _CELL_LIMIT - 1] + "…"
     return value
