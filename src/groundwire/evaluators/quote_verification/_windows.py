@@ -6,10 +6,20 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["MAX_WINDOW", "Window", "default_overlap", "default_window_size", "make_windows"]
+__all__ = [
+    "MAX_WINDOW",
+    "MIN_WINDOW",
+    "Window",
+    "default_overlap",
+    "default_window_size",
+    "make_windows",
+]
 
 MAX_WINDOW = 500
 """The card's cap on the derived window size, in characters."""
+MIN_WINDOW = 64
+"""Our floor on the derived window size: a few words, so that a two-letter quote does not cut a
+long document into hundreds of thousands of two-letter windows."""
 _SIZE_FACTOR = 1.1
 _OVERLAP_SHARE = 0.3
 
@@ -24,9 +34,10 @@ class Window:
 
 
 def default_window_size(longest_quote: int) -> int:
-    """1.1 x the longest quote, capped at 500 characters (the card's rule)."""
+    """1.1 x the longest quote, capped at 500 characters (the card's rule), at least 64."""
     # round first: 1.1 * 90 is 99.00000000000001 in floating point, which must not become 100
-    return max(1, min(MAX_WINDOW, math.ceil(round(_SIZE_FACTOR * longest_quote, 6))))
+    size = math.ceil(round(_SIZE_FACTOR * longest_quote, 6))
+    return max(MIN_WINDOW, min(MAX_WINDOW, size))
 
 
 def default_overlap(window_size: int) -> int:
