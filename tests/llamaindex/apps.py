@@ -32,6 +32,7 @@ class ReverseReranker(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
+        """Reverse, keep `top_n`, rescore."""
         dispatcher.event(
             ReRankStartEvent(
                 query=query_bundle, nodes=nodes, top_n=self.top_n, model_name="reverse-v1"
@@ -51,6 +52,7 @@ class FailingReranker(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
+        """Raise, always."""
         raise RuntimeError("reranker exploded")
 
 
@@ -82,6 +84,7 @@ class CountingLLM(CustomLLM):
         words = self.answer.split(" ")
 
         def gen() -> CompletionResponseGen:
+            """Yield the answer's words as completion chunks."""
             text = ""
             for i, word in enumerate(words):
                 if self.fail_after is not None and i >= self.fail_after:

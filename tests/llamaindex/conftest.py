@@ -31,9 +31,11 @@ class OpenSpanCounter(SpanProcessor):
         self.ended = 0
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Count a started span."""
         self.started += 1
 
     def on_end(self, span: ReadableSpan) -> None:
+        """Count an ended span."""
         self.ended += 1
 
 

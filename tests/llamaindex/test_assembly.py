@@ -23,6 +23,7 @@ ANSWER = "Paris is the capital."
 
 
 def _engine(index: VectorStoreIndex, streaming: bool = False) -> RetrieverQueryEngine:
+    """Retriever (top 3) -> ReverseReranker (top 2) -> CountingLLM."""
     return RetrieverQueryEngine.from_args(
         index.as_retriever(similarity_top_k=3),
         llm=CountingLLM(),
@@ -43,6 +44,7 @@ def _ask(engine: RetrieverQueryEngine, path: str) -> Any:
         return response
 
     async def consume() -> Any:
+        """Ask one question with astream and read the whole stream."""
         response = await engine.aquery(QUESTION)
         assert "".join([token async for token in response.async_response_gen()]) == ANSWER
         return response
@@ -51,6 +53,7 @@ def _ask(engine: RetrieverQueryEngine, path: str) -> Any:
 
 
 def _contexts(turn: RagTurn) -> list[tuple[str, str | None, float | None, int | None]]:
+    """The turn's contexts as comparable tuples."""
     return [(c.text, c.id, c.score, c.rank) for c in turn.contexts]
 
 

@@ -27,6 +27,7 @@ Provider = tuple[TracerProvider, InMemorySpanExporter, OpenSpanCounter]
 
 
 def _ours() -> tuple[int, int]:
+    """How many groundwire span and event handlers the root dispatcher has."""
     dispatcher = get_dispatcher()
     return (
         sum(isinstance(h, GroundwireSpanHandler) for h in dispatcher.span_handlers),
@@ -144,6 +145,7 @@ print(index.as_query_engine().query("Where is Paris?"))
 
 
 def _json_objects(text: str) -> list[dict[str, object]]:
+    """Every JSON object printed in `text` (the console exporter's output)."""
     decoder = json.JSONDecoder()
     objects, position = [], 0
     while (start := text.find("{", position)) != -1:

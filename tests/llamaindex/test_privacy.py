@@ -28,6 +28,7 @@ def run(
     tracer_provider, exporter, counter = provider
 
     def go(**options: Any) -> Traces:
+        """Instrument with `options`, ask one question, uninstrument."""
         LlamaIndexInstrumentor().instrument(tracer_provider=tracer_provider, **options)
         try:
             engine = RetrieverQueryEngine.from_args(
@@ -52,10 +53,12 @@ def live() -> Iterator[None]:
 
 
 def _keys(span: ReadableSpan) -> set[str]:
+    """The span's attribute names."""
     return set(span.attributes or {})
 
 
 def _live(span: ReadableSpan) -> LiveContent | None:
+    """Take the span's LIVE_CONTENT entry, if any."""
     context = span.get_span_context()
     return LIVE_CONTENT.pop((context.trace_id, context.span_id))
 

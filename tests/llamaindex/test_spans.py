@@ -29,6 +29,7 @@ MOCK_ANSWER = "text text text text text text"
 
 
 def _attributes(span: ReadableSpan) -> dict[str, Any]:
+    """A mutable copy of the span's attributes."""
     return dict(span.attributes or {})
 
 
@@ -224,6 +225,7 @@ def test_async_streaming_query(traces: Traces, index: VectorStoreIndex) -> None:
     """`aquery` with streaming: one LLM span under the synthesizer; the root ends with the text."""
 
     async def run() -> str:
+        """Ask one streaming question and read the whole stream."""
         engine = index.as_query_engine(similarity_top_k=2, streaming=True)
         response = await engine.aquery("Where is Berlin?")
         return "".join([token async for token in response.async_response_gen()])
@@ -336,6 +338,7 @@ def test_concurrent_threads_give_separate_trees(traces: Traces, index: VectorSto
     barrier = threading.Barrier(8)
 
     def ask(i: int) -> None:
+        """Wait for the others, then ask question `i`."""
         barrier.wait()
         engine.query(f"question {i}")
 
@@ -426,6 +429,7 @@ def test_chat_engine(traces: Traces, index: VectorStoreIndex, path: str) -> None
     else:
 
         async def consume() -> str:
+            """Ask one streaming chat question and read the whole stream."""
             response = await engine.astream_chat("Tell me about Paris")
             tokens = [token async for token in response.async_response_gen()]
             return "".join(tokens)
@@ -505,4 +509,5 @@ def test_workflow_failure(traces: Traces, index: VectorStoreIndex) -> None:
 
 
 async def _run_workflow(workflow: Any, **start: Any) -> Any:
+    """Run `workflow` with the start event fields `start`."""
     return await workflow.run(**start)

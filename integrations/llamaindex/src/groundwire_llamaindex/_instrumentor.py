@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-defined]
@@ -13,6 +13,9 @@ from opentelemetry.instrumentation.instrumentor import (  # type: ignore[attr-de
 from groundwire.capture import CaptureConfig
 from groundwire_llamaindex.package import _instruments
 from groundwire_llamaindex.version import __version__
+
+if TYPE_CHECKING:  # LlamaIndex is imported at instrument(), not with this module
+    from groundwire_llamaindex._handlers import Handlers
 
 __all__ = ["LlamaIndexInstrumentor"]
 
@@ -38,13 +41,14 @@ class LlamaIndexInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     `uninstrument()` removes the handlers and ends any span still open.
     """
 
-    _handlers: Any = None
+    _handlers: Handlers | None = None
 
     def instrumentation_dependencies(self) -> Collection[str]:
         """The LlamaIndex versions this instrumentation supports."""
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
+        """Check the options, build the capture config and tracer, add the handlers."""
         unknown = sorted(set(kwargs) - _OPTIONS)
         if unknown:
             raise TypeError(
@@ -67,6 +71,7 @@ class LlamaIndexInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         self._handlers = install(tracer, config)
 
     def _uninstrument(self, **kwargs: Any) -> None:
+        """Remove the handlers and end whatever spans they still hold open."""
         handlers, self._handlers = self._handlers, None
         if handlers is not None:
             from groundwire_llamaindex._handlers import uninstall

@@ -70,6 +70,7 @@ def _call_name(llama_id: str) -> str:
 
 
 def _model_name(instance: object, field: str) -> str | None:
+    """A non-empty string field of `instance`, or None."""
     value = getattr(instance, field, None)
     return value if isinstance(value, str) and value else None
 
@@ -225,14 +226,17 @@ class Recorder:
             handler(record, event)
 
     def _on_chat_start(self, record: Record, event: LLMChatStartEvent) -> None:
+        """An LLM chat call's messages are its input (JSON)."""
         if record.kind == semconv.SPAN_KIND_LLM and record.full_input is None:
             self._capture_input(record, _values.messages_json(event.messages), semconv.MIME_JSON)
 
     def _on_completion_start(self, record: Record, event: LLMCompletionStartEvent) -> None:
+        """An LLM completion call's prompt is its input (text)."""
         if record.kind == semconv.SPAN_KIND_LLM and record.full_input is None:
             self._capture_input(record, event.prompt, semconv.MIME_TEXT)
 
     def _on_llm_end(self, record: Record, event: LLMChatEndEvent | LLMCompletionEndEvent) -> None:
+        """An LLM call's answer and token counts; ends a streamed call."""
         if record.kind != semconv.SPAN_KIND_LLM or event.response is None:
             return
         text = _values.llm_output_of(event.response)
@@ -243,6 +247,7 @@ class Recorder:
             self.end(record)
 
     def _on_rerank_start(self, record: Record, event: ReRankStartEvent) -> None:
+        """A reranker's own top-n and model name."""
         if record.kind != semconv.SPAN_KIND_RERANKER:
             return
         record.attributes[semconv.RERANKER_TOP_K] = event.top_n
@@ -278,11 +283,13 @@ class Recorder:
     def _end_chat(
         self, record: Record, response: StreamingAgentChatResponse, error: BaseException | None
     ) -> None:
+        """End a chat engine's record with the answer its stream wrote."""
         if record.recording and isinstance(response.response, str):
             self._capture_output(record, response.response, semconv.MIME_TEXT)
         self.end(record, error)
 
     def _on_exception(self, record: Record, event: ExceptionEvent) -> None:
+        """A streamed LLM call failed while its stream was read."""
         if record.waiting and record.kind == semconv.SPAN_KIND_LLM:
             self.end(record, event.exception)
 
@@ -354,6 +361,7 @@ class Recorder:
         return shown
 
     def _capture_input(self, record: Record, text: str, mime: str) -> None:
+        """Write `input.value` (and its MIME type) under the privacy switches."""
         record.full_input = text
         shown = self._shown(record, text, self._config.hide_inputs)
         if shown is not None:
@@ -363,6 +371,7 @@ class Recorder:
             )
 
     def _capture_output(self, record: Record, text: str, mime: str) -> None:
+        """Write `output.value` (and its MIME type) under the privacy switches."""
         record.full_output = text
         shown = self._shown(record, text, self._config.hide_outputs)
         if shown is not None:
@@ -387,6 +396,7 @@ class Recorder:
 
     @staticmethod
     def _token_attributes(response: object) -> Iterator[tuple[str, AttributeValue]]:
+        """Token counts in OpenInference and GenAI names, where the response has them."""
         prompt, completion, total = _values.token_counts(response)
         if prompt is not None:
             yield semconv.LLM_TOKEN_COUNT_PROMPT, prompt
@@ -402,6 +412,7 @@ class Recorder:
     def _end_retrieval(
         self, record: Record, nodes: object, error: BaseException | None = None
     ) -> None:
+        """End a retriever's record with its query and the nodes it returned."""
         contexts = _values.contexts_of(nodes)
         record.attributes.update(
             retrieval_attributes(
@@ -417,6 +428,7 @@ class Recorder:
     def _end_rerank(
         self, record: Record, nodes: object, error: BaseException | None = None
     ) -> None:
+        """End a reranker's record with its query and input and output nodes."""
         config = self._config
         if record.query is not None and not config.hide_inputs:
             record.attributes[semconv.RERANKER_QUERY] = config.text(record.query)
@@ -502,6 +514,7 @@ class Recorder:
         return stream
 
     def _pending_span_id(self, generator: object) -> str | None:
+        """The synthesizer span id that made `generator`, forgetting it."""
         with self._lock:
             try:
                 return self._pending.pop(generator, None)

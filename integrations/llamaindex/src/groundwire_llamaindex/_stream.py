@@ -59,6 +59,7 @@ class TokenStream(Iterator[str]):
         return self
 
     def __next__(self) -> str:
+        """The next token, run as part of the synthesizer call; ends the spans at the end."""
         token = active_span_id.set(self._span_id) if self._span_id is not None else None
         try:
             item = next(self._inner)
@@ -99,6 +100,7 @@ class AsyncTokenStream(AsyncIterator[str]):
         return self
 
     async def __anext__(self) -> str:
+        """The next token, run as part of the synthesizer call; ends the spans at the end."""
         token = active_span_id.set(self._span_id) if self._span_id is not None else None
         try:
             item = await self._inner.__anext__()

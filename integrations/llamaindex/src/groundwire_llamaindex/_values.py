@@ -158,6 +158,7 @@ _TOTAL_KEYS: Final = ("total_tokens",)
 
 
 def _lookup(source: object, keys: tuple[str, ...]) -> int | None:
+    """The first whole-number value under one of `keys` in a mapping or object."""
     for key in keys:
         value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -166,6 +167,7 @@ def _lookup(source: object, keys: tuple[str, ...]) -> int | None:
 
 
 def _usage_sources(response: object) -> Iterator[object]:
+    """Where an LLM response may report usage: `additional_kwargs`, `raw.usage`."""
     extra = getattr(response, "additional_kwargs", None)
     if isinstance(extra, Mapping):
         yield extra
