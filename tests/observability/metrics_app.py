@@ -3,11 +3,10 @@
 Run as `python -m tests.observability.metrics_app`. It prints `URL <scrape url>`, waits for a
 line `go` on stdin (sent once Prometheus scrapes it), then records RAG turns (OpenInference spans)
 until the next line (`stop`), so Prometheus sees counters grow across scrapes. The turns are
-chosen so every dashboard panel and alert has data: good,
-partly and badly grounded answers, quotes found and not found, an evaluator that fails on some
-turns, bursts that overflow a tiny queue (dropped), a per-evaluator sample rate (sampled_out) and
-a judge token budget that runs out (skipped). The judges are a scripted OpenAI-compatible server
-on loopback.
+chosen so every dashboard panel and alert has data: good, partly and badly grounded answers,
+quotes found and not found, an evaluator that fails on some turns, bursts that overflow a tiny
+queue (dropped), a per-evaluator sample rate (sampled_out) and a judge token budget that runs
+out (skipped). The judges are a scripted OpenAI-compatible server on loopback.
 """
 
 from __future__ import annotations
