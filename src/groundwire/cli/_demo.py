@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import logging
 import math
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final
 
@@ -125,10 +124,12 @@ def _agreement(run: DemoRun) -> tuple[int, int]:
 
 
 def _where(path: Path) -> str:
+    """The path relative to the working directory when it lies below it, else absolute."""
+    absolute = path.resolve()
     try:
-        return os.path.relpath(path)
+        return str(absolute.relative_to(Path.cwd()))
     except ValueError:
-        return str(path)
+        return str(absolute)
 
 
 @app.command("demo")
