@@ -67,3 +67,37 @@ def test_budget_stops_paying_judges_once_spent(
     assert telemetry.counts() == {("groundedness", "ok"): 2, ("groundedness", "skipped"): 2}
     assert len(judge_server.requests) == 4  # two judges per scored turn, none after
     runner.shutdown(5)
+
+
+def test_judge_without_a_judge_configured_counts_as_skipped(
+    telemetry: Telemetry, emitter: Emitter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No judge model anywhere: the judge's score is counted skipped, emitted nowhere."""
+    for name in ("GROUNDWIRE_JUDGE_MODEL", "GROUNDWIRE_JUDGE_BASE_URL", "OPENAI_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    judge = ResponseGroundedness()
+    assert judge.judge is None
+    runner = BackgroundRunner(RunnerConfig([judge]), emitter)
+    runner.submit(make_turn(1))
+    assert runner.force_flush(5)
+    assert telemetry.counts() == {("groundedness", "skipped"): 1}
+    assert runner.stats().sampled_out == 1  # nothing ran
+    assert telemetry.finished(semconv.EVALUATION_SPAN_NAME) == []
+    runner.shutdown(1)
+
+
+def test_judge_model_and_agreement_reach_the_metrics(
+    telemetry: Telemetry, emitter: Emitter, judge_server: OpenAIServer
+) -> None:
+    """Judge points carry gen_ai.request.model; agreement lands in groundwire.judge.agreement."""
+    judge = ResponseGroundedness(judge=JudgeClient(fast_config(judge_server)))
+    runner = BackgroundRunner(RunnerConfig([judge]), emitter)
+    runner.submit(make_turn(1, answer="It says context 1."))
+    assert runner.force_flush(20)
+    (agreement,) = telemetry.points(semconv.METRIC_JUDGE_AGREEMENT)
+    assert agreement.attributes[semconv.GEN_AI_REQUEST_MODEL] == "judge-model"
+    assert (agreement.count, agreement.sum) == (1, 1.0)
+    assert tuple(agreement.explicit_bounds) == semconv.SCORE_BUCKETS
+    (score,) = telemetry.points(semconv.METRIC_EVALUATION_SCORE)
+    assert score.attributes[semconv.GEN_AI_REQUEST_MODEL] == "judge-model"
+    runner.shutdown(5)

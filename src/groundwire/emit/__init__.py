@@ -11,7 +11,7 @@ from groundwire.emit._attributes import (
     score_event_attributes,
 )
 from groundwire.emit._emitter import Emitter
-from groundwire.emit._metrics import EvaluationMetrics, metric_views
+from groundwire.emit._metrics import EvaluationMetrics, is_skipped, metric_views
 from groundwire.emit._spans import SpanTarget, emit_evaluation_span, target_context
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "emit_evaluation_span",
     "error_type",
     "evaluation_attributes",
+    "is_skipped",
     "metric_views",
     "score_event_attributes",
     "target_context",

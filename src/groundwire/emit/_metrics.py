@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
@@ -19,7 +19,12 @@ from groundwire import semconv
 from groundwire._types import Score
 from groundwire._version import __version__
 
-__all__ = ["EvaluationMetrics", "metric_views"]
+__all__ = ["EvaluationMetrics", "is_skipped", "metric_views"]
+
+
+def is_skipped(score: Score) -> bool:
+    """True for a judge evaluator's "no judge configured" score (label `skipped`, no value)."""
+    return score.value is None and score.label == semconv.LABEL_SKIPPED
 
 
 def metric_views() -> list[View]:
@@ -58,6 +63,12 @@ class EvaluationMetrics:
             description="Time one evaluator took on one turn.",
             explicit_bucket_boundaries_advisory=semconv.DURATION_BUCKETS_S,
         )
+        self._agreement = meter.create_histogram(
+            semconv.METRIC_JUDGE_AGREEMENT,
+            unit="1",
+            description="Agreement between the two groundedness judges, in [0, 1].",
+            explicit_bucket_boundaries_advisory=semconv.SCORE_BUCKETS,
+        )
         self._tokens = meter.create_counter(
             semconv.METRIC_JUDGE_TOKENS,
             unit="{token}",
@@ -89,30 +100,38 @@ class EvaluationMetrics:
         return [Observation(total)]
 
     def record_score(self, score: Score, duration_s: float | None = None) -> None:
-        """Count one finished evaluation (ok or error) with its value, duration and judge tokens."""
-        name = {semconv.GEN_AI_EVALUATION_NAME: score.name}
-        outcome = semconv.OUTCOME_OK if score.ok else semconv.OUTCOME_ERROR
+        """Count one finished evaluation with its value, duration, judge tokens and agreement.
+
+        Outcome `ok` or `error`, or `skipped` for a judge that had no judge configured (label
+        `skipped`, no value). The judge model, when the score names one, becomes
+        `gen_ai.request.model` on every point.
+        """
+        name: dict[str, str] = {semconv.GEN_AI_EVALUATION_NAME: score.name}
+        model = score.details.get(semconv.DETAIL_JUDGE_MODEL)
+        if isinstance(model, str) and model:
+            name[semconv.GEN_AI_REQUEST_MODEL] = model
+        if is_skipped(score):
+            outcome = semconv.OUTCOME_SKIPPED
+        else:
+            outcome = semconv.OUTCOME_OK if score.ok else semconv.OUTCOME_ERROR
         self._evaluations.add(1, {**name, semconv.GROUNDWIRE_OUTCOME: outcome})
         if score.value is not None and not math.isnan(score.value):
             attributes = dict(name)
             if score.label is not None:
                 attributes[semconv.GEN_AI_EVALUATION_SCORE_LABEL] = score.label
             self._score.record(score.value, attributes)
-        if duration_s is not None:
+        if duration_s is not None and outcome != semconv.OUTCOME_SKIPPED:
             self._duration.record(duration_s, name)
-        self.record_tokens(score.name, score.usage)
-
-    def record_tokens(self, evaluator: str, usage: Mapping[str, int]) -> None:
-        """Add a judge's token usage (`{"input": n, "output": m}`) to the token counter."""
-        for token_type, count in usage.items():
+        agreement = score.details.get(semconv.DETAIL_JUDGE_AGREEMENT)
+        if isinstance(agreement, int | float) and not isinstance(agreement, bool):
+            self._record_agreement(float(agreement), name)
+        for token_type, count in score.usage.items():
             if count > 0:
-                self._tokens.add(
-                    count,
-                    {
-                        semconv.GEN_AI_EVALUATION_NAME: evaluator,
-                        semconv.GEN_AI_TOKEN_TYPE: token_type,
-                    },
-                )
+                self._tokens.add(count, {**name, semconv.GEN_AI_TOKEN_TYPE: token_type})
+
+    def _record_agreement(self, agreement: float, attributes: dict[str, str]) -> None:
+        if 0.0 <= agreement <= 1.0:
+            self._agreement.record(agreement, attributes)
 
     def record_outcome(self, evaluator: str, outcome: str, count: int = 1) -> None:
         """Count evaluations that did not run: dropped, sampled_out or skipped."""

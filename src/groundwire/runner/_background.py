@@ -31,7 +31,7 @@ from groundwire._evaluator import (
     run_evaluator,
 )
 from groundwire._types import RagTurn, Score
-from groundwire.emit import Emitter
+from groundwire.emit import Emitter, is_skipped
 from groundwire.runner._budget import TokenBudget
 from groundwire.runner._config import RunnerConfig
 from groundwire.runner._sampling import trace_sampled
@@ -326,9 +326,10 @@ class BackgroundRunner:
             if job.done:
                 return
             job.pending.discard(evaluator.name)
-            job.scores.append(outcome.score)
-            job.ran += 1
-            job.failed = job.failed or not outcome.score.ok
+            if not is_skipped(outcome.score):  # "no judge configured": nothing ran, nothing to show
+                job.scores.append(outcome.score)
+                job.ran += 1
+                job.failed = job.failed or not outcome.score.ok
         self._emitter.record(outcome.score, outcome.duration_s)
 
     def _watchdog(self) -> None:
