@@ -24,7 +24,11 @@ from pydantic import SecretStr
 from groundwire.demo._openai_chat import OpenAICompatibleChatModel
 from groundwire.demo._questions import QUESTIONS
 from groundwire.demo._retriever import CorpusRetriever
-from groundwire.demo._standin import STAND_IN_MODEL_NAME, OfflineStandInChatModel
+from groundwire.demo._standin import (
+    STAND_IN_MODEL_NAME,
+    OfflineStandInChatModel,
+    stand_in_answer,
+)
 
 __all__ = [
     "DEMO_SEED",
@@ -38,6 +42,7 @@ __all__ = [
     "build_chain",
     "choose_model",
     "format_docs",
+    "stand_in_answer",
 ]
 
 DEMO_SEED: Final = 2
