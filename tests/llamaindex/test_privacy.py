@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from llama_index.core import VectorStoreIndex
+from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -150,3 +151,19 @@ def test_live_content_off_by_default(run: Any) -> None:
     """While LIVE_CONTENT is disabled, hidden values are not kept anywhere."""
     traces = run(hide_inputs=True)
     assert _live(traces.roots()[0]) is None
+
+
+def test_truncated_json_is_marked_text(
+    provider: tuple[TracerProvider, InMemorySpanExporter, OpenSpanCounter],
+    index: VectorStoreIndex,
+) -> None:
+    """A JSON value cut by max_value_length no longer parses, so its MIME type becomes text."""
+    tracer_provider, exporter, counter = provider
+    LlamaIndexInstrumentor().instrument(tracer_provider=tracer_provider, max_value_length=20)
+    try:
+        index.as_query_engine(llm=MockLLM(max_tokens=2, is_chat_model=True)).query(QUESTION)
+    finally:
+        LlamaIndexInstrumentor().uninstrument()
+    llm = Traces(tracer_provider, exporter, counter).one("LLM").attributes or {}
+    assert llm["input.value"] == '[{"role": "system", …'
+    assert llm["input.mime_type"] == "text/plain"

@@ -511,3 +511,24 @@ def test_workflow_failure(traces: Traces, index: VectorStoreIndex) -> None:
 async def _run_workflow(workflow: Any, **start: Any) -> Any:
     """Run `workflow` with the start event fields `start`."""
     return await workflow.run(**start)
+
+
+def test_gathered_async_queries_give_separate_trees(
+    traces: Traces, index: VectorStoreIndex
+) -> None:
+    """Eight `aquery` tasks gathered on one loop give eight traces with their own questions."""
+    engine = index.as_query_engine(similarity_top_k=1)
+
+    async def ask_all() -> None:
+        await asyncio.gather(*(engine.aquery(f"question {i}") for i in range(8)))
+
+    asyncio.run(ask_all())
+    roots = traces.roots()
+    assert sorted(_attributes(r)["input.value"] for r in roots) == [
+        f"question {i}" for i in range(8)
+    ]
+    for root in roots:
+        in_trace = [s for s in traces.spans if s.context.trace_id == root.context.trace_id]
+        assert len(in_trace) == 5
+        (retrieval,) = [s for s in in_trace if s.name.startswith("retrieval")]
+        assert _attributes(retrieval)["input.value"] == _attributes(root)["input.value"]
