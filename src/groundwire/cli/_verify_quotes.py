@@ -46,6 +46,7 @@ def read_quotes(path: Path) -> list[str]:
 
 
 def _document_files(paths: list[Path]) -> list[Path]:
+    """The files the --docs paths stand for (a directory: its .txt and .md files)."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -76,11 +77,13 @@ def read_documents(paths: list[Path]) -> dict[str, str]:
 
 
 def _short(text: str) -> str:
+    """Whitespace-collapsed text cut for a table cell, markup escaped."""
     flat = " ".join(text.split())
     return escape(flat if len(flat) <= _SHORT else flat[: _SHORT - 1] + "…")
 
 
 def _number(value: float | None, digits: int = 2) -> str:
+    """A table cell for a number ('-' for None, '>999' for huge BM25 ratios)."""
     if value is None:
         return "-"
     return ">999" if value > 999 else f"{value:.{digits}f}"

@@ -70,6 +70,7 @@ class _FastOkapi(BM25Okapi):  # type: ignore[misc]  # rank-bm25 ships no type hi
     instead of a per-token Python loop; idf, k1, b and scores are BM25Okapi's own."""
 
     def _initialize(self, corpus: Sequence[Sequence[str]]) -> Counter[str]:
+        """Count per-window term frequencies and document frequencies as rank-bm25 does."""
         document_frequency: Counter[str] = Counter()
         total = 0
         for document in corpus:

@@ -63,6 +63,7 @@ class Corpus:
         self._indexes: dict[tuple[int, int, float, float], tuple[list[Window], WindowIndex]] = {}
 
     def _locate(self, position: int) -> int:
+        """The document a position of the joined normalised text falls in."""
         return bisect.bisect_right(self._joined_starts, position) - 1
 
     def find_exact(self, quote: str, limit: int = 1) -> list[tuple[int, int, int]]:

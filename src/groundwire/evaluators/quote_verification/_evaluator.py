@@ -34,6 +34,7 @@ def _documents(turn: RagTurn) -> dict[str, str]:
 
 
 def _short(text: str, limit: int = 60) -> str:
+    """The text cut to `limit` characters with an ellipsis."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -118,12 +119,14 @@ class QuoteVerification:
 
 
 def _label(verified: int, total: int) -> str:
+    """The score label for this many verified quotes out of total."""
     if verified == total:
         return "all_verified"
     return "none_verified" if verified == 0 else "some_unverified"
 
 
 def _explain(rows: list[QuoteMatch], verified: int, *, has_contexts: bool) -> str:
+    """One sentence: how many quotes were found, and the first unverified ones."""
     text = f"{verified} of {len(rows)} quotes found in the contexts"
     if not has_contexts:
         return text + " (the turn has no contexts)"

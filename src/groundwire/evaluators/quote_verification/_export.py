@@ -37,6 +37,7 @@ XLSX_COLUMNS: tuple[tuple[str, int, bool], ...] = (
 
 
 def _stats_of(rows_or_stats: Sequence[QuoteMatch] | QuoteStats) -> QuoteStats:
+    """Statistics given directly or computed from rows."""
     if isinstance(rows_or_stats, QuoteStats):
         return rows_or_stats
     return quote_stats(rows_or_stats)
@@ -67,6 +68,7 @@ def sorted_by_confidence(rows: Sequence[QuoteMatch]) -> list[tuple[int, QuoteMat
 
 
 def _import_xlsxwriter() -> Any:
+    """Import xlsxwriter, or say which extra installs it."""
     try:
         import xlsxwriter
     except ImportError as error:
@@ -77,6 +79,7 @@ def _import_xlsxwriter() -> Any:
 
 
 def _cell(value: object) -> object:
+    """A value Excel accepts in a cell (strings cut to its 32,767-character limit)."""
     if isinstance(value, str) and len(value) > _EXCEL_CELL_LIMIT:
         return value[: _EXCEL_CELL_LIMIT - 1] + "…"
     return value

@@ -42,6 +42,7 @@ class Locator:
         self._gap = GapFunction(corpus.norms)
 
     def _index(self) -> tuple[list[Window], WindowIndex]:
+        """The corpus' windows and BM25 index for this call's settings."""
         o = self._options
         return self._corpus.index(self._size, self._overlap, o.bm25_k1, o.bm25_b)
 
@@ -126,6 +127,7 @@ class Locator:
         return best
 
     def _part_candidates(self, part: str) -> list[Located]:
+        """Exact occurrences of an ellipsis part, else its best trimmed BM25 spans."""
         hits = self._corpus.find_exact(part, limit=_MAX_OCCURRENCES)
         if hits:
             return [Located(*hit, 1.0, None, None, "exact") for hit in hits]

@@ -11,6 +11,7 @@ __all__ = ["Options"]
 
 
 def _int_option(name: str, value: object, minimum: int, *, optional: bool) -> int | None:
+    """Check an integer option (or None when optional); the error names the option."""
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -22,6 +23,7 @@ def _int_option(name: str, value: object, minimum: int, *, optional: bool) -> in
 
 
 def _float_option(name: str, value: object, low: float, high: float | None) -> float:
+    """Check a numeric option within bounds; the error names the option."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     number = float(value)

@@ -39,6 +39,7 @@ class QuoteStats:
 
 
 def _row(item: object, index: int) -> QuoteMatch:
+    """A QuoteMatch from a row or its dict; the error names the index."""
     if isinstance(item, QuoteMatch):
         return item
     if isinstance(item, Mapping):
@@ -52,10 +53,12 @@ def _row(item: object, index: int) -> QuoteMatch:
 
 
 def _mean(values: list[float]) -> float | None:
+    """The mean, or None for no values."""
     return statistics.fmean(values) if values else None
 
 
 def _median(values: list[float]) -> float | None:
+    """The median, or None for no values."""
     return float(statistics.median(values)) if values else None
 
 

@@ -44,6 +44,7 @@ class Alignment:
 
 
 def _ratio(quote: str, span: str) -> float:
+    """Character-level normalised Indel similarity, 0..1."""
     return fuzz.ratio(quote, span) / 100.0
 
 
@@ -61,10 +62,12 @@ def window_ratio(quote: str, region: str) -> float:
 
 
 def _is_word(char: str) -> bool:
+    """True for a character `\\w` matches (alphanumeric or underscore)."""
     return char.isalnum() or char == "_"
 
 
 def _is_token(char: str) -> bool:
+    """True for a character inside a whitespace-free run."""
     return not char.isspace()
 
 
@@ -106,6 +109,7 @@ def snap(quote: str, region: str, start: int, end: int, tolerance: int) -> Align
         return Alignment(start, end, match_ratio(quote, region[start:end]))
 
     def best(candidates: list[int], other: int, moving_start: bool) -> int:
+        """The candidate position giving the closest span (ties: nearest the aligned one)."""
         scored = []
         for position in candidates:
             lo, hi = (position, other) if moving_start else (other, position)
@@ -123,6 +127,7 @@ def snap(quote: str, region: str, start: int, end: int, tolerance: int) -> Align
 
 
 def _tolerance(quote: str) -> int:
+    """How far (characters) snapping may move a span end: a tenth of the quote, at least 8."""
     return max(8, len(quote) // 10)
 
 
@@ -146,6 +151,7 @@ def trim_sliding_bm25(quote: str, region: str, idf: Callable[[str], float], k1: 
     weight = {term: count * idf(term) for term, count in query.items()}
 
     def saturation(tf: int) -> float:
+        """BM25's term-frequency saturation at window length = average length."""
         return tf * (k1 + 1.0) / (tf + k1)
 
     lowered = [match.group().lower() for match in words]

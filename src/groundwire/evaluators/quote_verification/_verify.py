@@ -28,6 +28,7 @@ CONTEXT_CHARS = 300
 
 
 def _check_quotes(quotes: object) -> list[str]:
+    """The quotes as a list, after checking each is a non-empty string."""
     if isinstance(quotes, str | bytes) or not isinstance(quotes, Iterable):
         raise TypeError(
             f"quotes must be a list of strings, got {type(quotes).__name__}"
@@ -108,6 +109,7 @@ def verify_quotes(
 
 
 def _row(quote: str, located: Located | None, corpus: Corpus, min_ratio: float) -> QuoteMatch:
+    """Build the output row for one quote from where it was located (or not)."""
     if located is None:
         return QuoteMatch(
             quote=quote,
