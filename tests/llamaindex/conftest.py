@@ -83,12 +83,20 @@ class Traces:
         self.exporter.clear()
 
 
-@pytest.fixture(scope="session")
-def index() -> VectorStoreIndex:
-    """A vector index over the small corpus, embedded with llama-index-core's MockEmbedding."""
+@pytest.fixture(scope="package")
+def index() -> Iterator[VectorStoreIndex]:
+    """A vector index over the small corpus, embedded with llama-index-core's MockEmbedding.
+
+    LlamaIndex's global `Settings` get the mock embedding and LLM (so nothing reaches for
+    OpenAI) for this package's tests only, and are put back afterwards.
+    """
+    previous = (Settings._embed_model, Settings._llm)
     Settings.embed_model = MockEmbedding(embed_dim=8)
     Settings.llm = MockLLM(max_tokens=6)
-    return VectorStoreIndex.from_documents([Document(text=text) for text in CORPUS])
+    try:
+        yield VectorStoreIndex.from_documents([Document(text=text) for text in CORPUS])
+    finally:
+        Settings._embed_model, Settings._llm = previous
 
 
 @pytest.fixture
