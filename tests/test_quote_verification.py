@@ -564,3 +564,40 @@ def test_derived_window_size_follows_the_card_within_bounds() -> None:
     assert default_window_size(1000) == 500
     assert default_window_size(3) == 64
     assert default_overlap(220) == 66
+
+
+_ALPHABET = st.sampled_from(
+    ["ab", "cd", "ef", "Gh", " ", "  ", "\n", ".", "...", "…", ",", "ß", "’"]
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.lists(_ALPHABET, max_size=40).map("".join), min_size=1, max_size=3),
+    st.lists(st.lists(_ALPHABET, min_size=1, max_size=12).map("".join), min_size=1, max_size=4),
+    st.sampled_from(["fuzzy", "sliding_bm25", "hybrid"]),
+    st.booleans(),
+)
+def test_any_input_gives_consistent_rows(
+    docs: list[str], quotes: list[str], trim_method: str, trim_spans: bool
+) -> None:
+    """Property: any quotes against any documents give one consistent row per quote, no crash."""
+    quotes = [q for q in quotes if q.strip()]
+    documents = {f"d{i}": text for i, text in enumerate(docs)}
+    rows = verify_quotes(
+        quotes,
+        documents,
+        embedder=None,
+        trim_method=trim_method,  # type: ignore[arg-type]
+        trim_spans=trim_spans,
+        window_size=None if trim_spans else 8,
+        overlap=None if trim_spans else 2,
+    )
+    assert [row.quote for row in rows] == quotes
+    for row in rows:
+        assert 0.0 <= row.match_ratio <= 1.0
+        assert row.low_confidence == (row.match_ratio < 0.6)
+        if row.source_doc is not None:
+            check_offsets(row, documents)
+        else:
+            assert row.match_kind == "none" and row.span_text == ""
