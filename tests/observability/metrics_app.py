@@ -113,7 +113,12 @@ def main() -> None:
     )
     print("URL", online.prometheus_url, flush=True)
     sys.stdin.readline()
-    threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+
+    def wait_for_stop() -> None:
+        sys.stdin.readline()
+        stop.set()
+
+    threading.Thread(target=wait_for_stop, daemon=True).start()
     tracer = trace.get_tracer("metrics-app")
     for loop in itertools.count():
         for answer in ANSWERS:

@@ -67,7 +67,8 @@ def spans() -> Iterator[list[ReadableSpan]]:
     meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
     emitter = Emitter(tracer_provider=tracer_provider, meter_provider=meter_provider)
     config = RunnerConfig(
-        [QuotedSpans(), QuoteVerification(embedder=None), Flaky()], inline={"quoted_spans"}
+        [QuotedSpans(), QuoteVerification(embedder=None), Flaky()],
+        inline=frozenset({"quoted_spans"}),
     )
     runner = BackgroundRunner(config, emitter)
     processor = EvaluationSpanProcessor(runner, emitter)
@@ -90,7 +91,7 @@ def _hex(value: int) -> str:
 
 def _converter_input(spans: list[ReadableSpan]) -> dict[str, Any]:
     """The SDK spans as plain JSON for the node script (times as decimal nanosecond strings)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for span in spans:
         assert span.context is not None and span.start_time and span.end_time
         rows.append(
