@@ -30,6 +30,11 @@ _EDGE = 1
 _GOOD_ENOUGH = 0.999
 
 
+def _inside(located: Located, window: Window) -> bool:
+    """True when the located span lies within the window."""
+    return located.doc == window.doc and window.start <= located.start and located.end <= window.end
+
+
 class Locator:
     """Locates normalised quotes in one corpus with one set of options."""
 
@@ -77,6 +82,8 @@ class Locator:
         ratio = top1 / (top2 + BM25_EPS)
         found: list[Located] = []
         for window in ranked:
+            if any(_inside(located, windows[window]) for located in found):
+                continue  # a span already found lies in this window: trimming it finds that span
             span = self._align(quote, windows, window)
             found.append(
                 Located(
