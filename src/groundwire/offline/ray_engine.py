@@ -180,6 +180,7 @@ def score_with_ray(
                 yield results
             if stop.is_set():
                 return
+        stop.input_exhausted = True
     finally:
         if started_here:
             ray.shutdown()
