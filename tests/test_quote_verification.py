@@ -601,3 +601,16 @@ def test_any_input_gives_consistent_rows(
             check_offsets(row, documents)
         else:
             assert row.match_kind == "none" and row.span_text == ""
+
+
+def test_ellipsis_tail_with_typo_is_found_right_after_the_head() -> None:
+    """A misspelt tail that BM25 ranks below a decoy passage is searched right after the head."""
+    decoy = " ".join(["past the zebra lion the"] * 60)
+    documents = {
+        "a": "Unique opening words here, then the zebra ran past the lion. Later on. " + decoy
+    }
+    (row,) = verify_quotes(
+        ["Unique opening words here … the zebra rann past the lion"], documents, embedder=None
+    )
+    assert row.match_kind == "ellipsis" and not row.low_confidence
+    assert row.span_text == "Unique opening words here, then the zebra ran past the lion"

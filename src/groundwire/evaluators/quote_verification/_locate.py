@@ -168,7 +168,8 @@ class Locator:
         heads = self._part_candidates(head)
         tails = self._part_candidates(tail)
         pair = best_pair(head, tail, heads, tails, self._gap, max_gap)
-        if pair is None and heads:
+        if heads and (pair is None or pair[1].ratio < _GOOD_ENOUGH):
+            # the tail may be too common for BM25 to rank its window: look right after each head
             tails = tails + self._tails_after(heads, tail)
             pair = best_pair(head, tail, heads, tails, self._gap, max_gap)
         if pair is not None:
