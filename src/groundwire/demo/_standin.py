@@ -21,7 +21,13 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from groundwire.demo._words import content_words, sentences
 
-__all__ = ["STAND_IN_MODEL_NAME", "OfflineStandInChatModel", "QuoteStyle", "stand_in_answer"]
+__all__ = [
+    "QUOTE_STYLES",
+    "STAND_IN_MODEL_NAME",
+    "OfflineStandInChatModel",
+    "QuoteStyle",
+    "stand_in_answer",
+]
 
 STAND_IN_MODEL_NAME: Final = "groundwire-offline-stand-in"
 """The model name the stand-in reports (it shows on LLM spans as `gen_ai.request.model`)."""
@@ -115,15 +121,27 @@ def _ellipsis(clause: str, after: str | None) -> str:
 
 
 def stand_in_answer(
-    question: str, passages: Sequence[tuple[int, str]], *, seed: int = 0
+    question: str,
+    passages: Sequence[tuple[int, str]],
+    *,
+    seed: int = 0,
+    styles: Sequence[QuoteStyle] = QUOTE_STYLES,
 ) -> tuple[str, QuoteStyle | None]:
-    """The stand-in's answer to `question` over numbered `passages`, and the style it used."""
+    """The stand-in's answer to `question` over numbered `passages`, and the style it used.
+
+    The style is drawn from `styles` (with their usual relative weights); `styles=("exact",)`
+    makes a faithful extractive reader.
+    """
+    unknown = [style for style in styles if style not in QUOTE_STYLES]
+    if not styles or unknown:
+        raise ValueError(f"styles must be a non-empty subset of {QUOTE_STYLES}, got {styles!r}")
     found = _best_clause(question, passages)
     if found is None:
         return _NOT_FOUND, None
     number, clause, after = found
     rng = random.Random(f"{seed}\x00{question}")
-    style: QuoteStyle = rng.choices(QUOTE_STYLES, weights=_WEIGHTS)[0]
+    weights = [_WEIGHTS[QUOTE_STYLES.index(style)] for style in styles]
+    style: QuoteStyle = rng.choices(list(styles), weights=weights)[0]
     cite = f"[{number}]"
     if style == "paraphrase":
         return f"In short, {clause[:1].lower()}{clause[1:]} {cite}.", style
@@ -159,6 +177,8 @@ class OfflineStandInChatModel(BaseChatModel):
 
     model_name: str = STAND_IN_MODEL_NAME
     seed: int = 0
+    styles: tuple[QuoteStyle, ...] = QUOTE_STYLES
+    """The quoting styles it may use; `("exact",)` makes it a faithful extractive reader."""
 
     @property
     def _llm_type(self) -> str:
@@ -166,7 +186,7 @@ class OfflineStandInChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_name": self.model_name, "seed": self.seed}
+        return {"model_name": self.model_name, "seed": self.seed, "styles": self.styles}
 
     def _generate(
         self,
@@ -180,7 +200,7 @@ class OfflineStandInChatModel(BaseChatModel):
             raise ValueError("OfflineStandInChatModel: the prompt has no human message to answer")
         prompt = "\n".join(_text(m) for m in messages if not isinstance(m, AIMessage))
         passages = [(int(n), text) for n, text in _PASSAGE.findall(prompt)]
-        answer, style = stand_in_answer(questions[-1], passages, seed=self.seed)
+        answer, style = stand_in_answer(questions[-1], passages, seed=self.seed, styles=self.styles)
         message = AIMessage(
             content=answer,
             response_metadata={"model_name": self.model_name, "quote_style": style},
