@@ -117,6 +117,22 @@ async def _close_with_loop(state: _LoopState) -> AsyncGenerator[None, None]:
         await state.openai.close()
 
 
+_schemas: dict[type[BaseModel], type[BaseModel]] = {}
+_schemas_lock = threading.Lock()
+
+
+def _schema_for(response_model: type[M]) -> type[M]:
+    """Instructor's wrapped form of a reply model, built once (instructor would rebuild the
+    class, a pydantic model creation, on every call otherwise)."""
+    with _schemas_lock:
+        wrapped = _schemas.get(response_model)
+        if wrapped is None:
+            import instructor
+
+            wrapped = _schemas[response_model] = instructor.openai_schema(response_model)
+    return wrapped  # type: ignore[return-value]
+
+
 def _build_cache(config: JudgeConfig) -> ResponseCache | None:
     if config.cache == "off":
         return None
@@ -235,7 +251,7 @@ class JudgeClient:
                     create = state.instructor.chat.completions.create_with_completion
                     value, completion = await create(
                         model=config.model,
-                        response_model=response_model,
+                        response_model=_schema_for(response_model),
                         messages=[dict(m) for m in messages],  # type: ignore[misc]
                         temperature=0,
                         max_retries=0,  # one attempt: invalid replies are the caller's call
