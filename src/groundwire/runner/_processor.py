@@ -25,7 +25,7 @@ from groundwire._types import RagTurn, Score
 from groundwire.assembly import SpanRecord, TurnAssembler
 from groundwire.capture import LIVE_CONTENT
 from groundwire.emit import Emitter
-from groundwire.runner._background import BackgroundRunner, InlineResult, suppress_instrumentation
+from groundwire.runner._background import BackgroundRunner, InlineResult, background_thread_setup
 from groundwire.runner._inline import write_scores
 from groundwire.runner._sampling import trace_sampled
 
@@ -98,10 +98,12 @@ class EvaluationSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         """Hand the ended span to the feeder thread: one append; never blocks or raises."""
-        if self._closed or self._is_ours(span):
+        spans = self._spans
+        if len(spans) < self._max_pending_spans:
+            if not self._closed:
+                spans.append(span)  # groundwire's own spans are skipped by the feeder
             return
-        if len(self._spans) < self._max_pending_spans:
-            self._spans.append(span)
+        if self._closed or self._is_ours(span):
             return
         with self._drop_lock:
             self._dropped_spans += 1
@@ -163,7 +165,7 @@ class EvaluationSpanProcessor(SpanProcessor):
     # --- the feeder thread -----------------------------------------------------------------------
 
     def _feed(self) -> None:
-        suppress_instrumentation()
+        background_thread_setup()
         while not self._stop.wait(_FEED_INTERVAL_S):
             self.drain()
 
@@ -178,6 +180,8 @@ class EvaluationSpanProcessor(SpanProcessor):
                 self._assemble(span)
 
     def _assemble(self, span: ReadableSpan) -> None:
+        if self._is_ours(span):
+            return
         try:
             turns = self._assembler.add(SpanRecord.from_readable(span))
             if not turns:
