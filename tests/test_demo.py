@@ -106,8 +106,9 @@ def test_demo_writes_turn_spans_with_online_scores(
     carriers = [s for s in spans if s["attrs"].get("openinference.span.kind") == "EVALUATOR"]
     assert {r["spanId"] for r in roots} == {c["parentSpanId"] for c in carriers}
     for carrier in carriers:
-        assert set(carrier["evals"]) == {"quote_verification", "groundedness", "citation_support"}
-        assert carrier["evals"]["groundedness"] is None  # skipped: no judge configured
+        assert "quote_verification" in carrier["evals"]
+        judged = {name: carrier["evals"].get(name) for name in ("groundedness", "citation_support")}
+        assert judged == {"groundedness": None, "citation_support": None}  # skipped: no judge
 
 
 def test_demo_rescored_the_trace_file_into_a_report_and_scores(
