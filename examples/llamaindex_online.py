@@ -139,8 +139,8 @@ def main() -> None:
             if e.name == "gen_ai.evaluation.result" and e.attributes
         }
         if results:
-            question = (span.attributes or {}).get("input.value")
-            print(f"  {question}  ->  {results}")
+            asked = (span.attributes or {}).get("input.value")
+            print(f"  {asked}  ->  {results}")
     data = metric_reader.get_metrics_data()
     names = sorted(
         {m.name for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
