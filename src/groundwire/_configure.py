@@ -70,16 +70,19 @@ _current: OnlineEvaluation | None = None
 
 
 def _env(name: str) -> str | None:
+    """The stripped value of a variable, or None when unset or blank."""
     raw = os.environ.get(name, "").strip()
     return raw or None
 
 
 def _env_names(name: str) -> list[str] | None:
+    """A comma-separated variable as a list of names."""
     raw = _env(name)
     return None if raw is None else [part.strip() for part in raw.split(",") if part.strip()]
 
 
 def _env_number(name: str, kind: type[int] | type[float]) -> Any:
+    """A numeric variable, or a ValueError naming it."""
     raw = _env(name)
     if raw is None:
         return None
@@ -91,6 +94,7 @@ def _env_number(name: str, kind: type[int] | type[float]) -> Any:
 
 
 def _env_rates(name: str) -> dict[str, float] | None:
+    """`name=rate,...` as a mapping, or a ValueError naming the variable."""
     raw = _env(name)
     if raw is None:
         return None
@@ -107,6 +111,7 @@ def _env_rates(name: str) -> dict[str, float] | None:
 
 
 def _env_instrument(name: str) -> bool | list[str] | None:
+    """`true`, `false` or a comma-separated list of instrumentor names."""
     raw = _env(name)
     if raw is None:
         return None
@@ -118,6 +123,7 @@ def _env_instrument(name: str) -> bool | list[str] | None:
 
 
 def _import_filter(spec: str) -> Callable[[RagTurn], bool]:
+    """Import the `module:function` turn filter named by the variable."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise ValueError(
@@ -137,6 +143,7 @@ def _import_filter(spec: str) -> Callable[[RagTurn], bool]:
 
 
 def _pick(value: Any, env_value: Any, default: Any) -> Any:
+    """The argument if given, else the variable's value, else the default."""
     if value is not None:
         return value
     return default if env_value is None else env_value
@@ -146,6 +153,7 @@ def _pick(value: Any, env_value: Any, default: Any) -> Any:
 
 
 def _is_ours(entry_point: Any) -> bool:
+    """True for entry points of a `groundwire-*` distribution."""
     dist = getattr(entry_point, "dist", None)
     name = getattr(dist, "name", "") or ""
     return name.lower().replace("_", "-").startswith("groundwire-")
@@ -363,6 +371,7 @@ def _configure(
     meter_provider: Any,
     shutdown_timeout_s: float,
 ) -> OnlineEvaluation:
+    """Build and wire everything from resolved options (the body of `configure`)."""
     if isinstance(turn_filter, str):
         turn_filter = _import_filter(turn_filter)
     if inline and not inline_supported():
@@ -450,6 +459,7 @@ def _configure(
 
 
 def _prometheus(port: int, host: str) -> tuple[tuple[MetricReader, ...], Any]:
+    """A PrometheusMetricReader and its HTTP server on `host:port`."""
     try:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
         from prometheus_client import start_http_server
@@ -489,5 +499,6 @@ def force_flush(timeout_s: float = 30.0) -> bool:
 
 
 def _shutdown_at_exit() -> None:
+    """The atexit hook: shut down with the configured deadline."""
     online = _current
     shutdown(online.processor.shutdown_timeout_s if online is not None else 5.0)

@@ -31,6 +31,7 @@ def error_type(score: Score) -> str | None:
 
 
 def _finite(value: float | None) -> float | None:
+    """The value as a float, or None when absent or NaN."""
     if value is None or math.isnan(value):
         return None
     return float(value)

@@ -89,6 +89,7 @@ class EvaluationMetrics:
             self._gauges.append(size)
 
     def _observe_queue(self, _options: CallbackOptions) -> Iterable[Observation]:
+        """The queue-size gauge callback: the sum of every watched queue."""
         with self._lock:
             gauges = list(self._gauges)
         total = 0
@@ -130,6 +131,7 @@ class EvaluationMetrics:
                 self._tokens.add(count, {**name, semconv.GEN_AI_TOKEN_TYPE: token_type})
 
     def _record_agreement(self, agreement: float, attributes: dict[str, str]) -> None:
+        """Record a judge agreement in [0, 1]; anything else is ignored."""
         if 0.0 <= agreement <= 1.0:
             self._agreement.record(agreement, attributes)
 

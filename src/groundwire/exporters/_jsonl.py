@@ -72,10 +72,12 @@ class JsonLinesFile:
 
 
 def _open(target: str | os.PathLike[str] | JsonLinesFile) -> JsonLinesFile:
+    """A shared file for `target`, registered as used by one more exporter."""
     return (target if isinstance(target, JsonLinesFile) else JsonLinesFile(target)).acquire()
 
 
 def _suppressed_write(file: JsonLinesFile, line: str) -> bool:
+    """Write one line with instrumentation suppressed; False (logged) on failure."""
     token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
     try:
         file.write_line(line)

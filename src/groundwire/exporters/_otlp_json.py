@@ -22,6 +22,7 @@ M = TypeVar("M", bound=Message)
 
 
 def _convert_ids(node: Any, convert: Any) -> Any:
+    """Copy of a JSON tree with every trace/span id converted by `convert`."""
     if isinstance(node, dict):
         return {
             key: convert(value)
@@ -35,10 +36,12 @@ def _convert_ids(node: Any, convert: Any) -> Any:
 
 
 def _b64_to_hex(value: str) -> str:
+    """Protobuf JSON's base64 bytes as OTLP/JSON's hex."""
     return base64.b64decode(value).hex()
 
 
 def _hex_to_b64(value: str) -> str:
+    """OTLP/JSON's hex id back to protobuf JSON's base64."""
     try:
         raw = bytes.fromhex(value)
     except ValueError:

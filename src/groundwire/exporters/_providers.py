@@ -93,6 +93,7 @@ def choose_exporter(exporter: str, output_path: str | os.PathLike[str] | None) -
 
 
 def _span_exporter(choice: ExporterChoice, file: JsonLinesFile | None) -> SpanExporter | None:
+    """The span exporter for the choice (None for `none`)."""
     if choice.kind == "file":
         assert file is not None
         return JsonLinesSpanExporter(file)
@@ -110,6 +111,7 @@ def _span_exporter(choice: ExporterChoice, file: JsonLinesFile | None) -> SpanEx
 
 
 def _metric_exporter(choice: ExporterChoice, file: JsonLinesFile | None) -> MetricExporter | None:
+    """The metric exporter for the choice (None for `none`)."""
     if choice.kind == "file":
         assert file is not None
         return JsonLinesMetricExporter(file)

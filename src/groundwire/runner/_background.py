@@ -181,6 +181,7 @@ class BackgroundRunner:
             return False
 
     def _submit(self, turn: RagTurn, inline: InlineResult | None) -> bool:
+        """Sample, then queue the turn or count it (the body of `submit`)."""
         if not self.selects(turn):
             with self._cond:
                 self._counters.submitted += 1
@@ -224,6 +225,7 @@ class BackgroundRunner:
         self._deferred[outcome] = self._deferred.get(outcome, 0) + 1
 
     def _flush_deferred(self) -> None:
+        """Turn the deferred sampled-out/dropped turn counts into metric points."""
         with self._cond:
             deferred, self._deferred = self._deferred, {}
         for outcome, turns in deferred.items():
@@ -232,16 +234,19 @@ class BackgroundRunner:
                 self._emitter.record_outcome(name, outcome, turns)
 
     def _record_inline(self, inline: InlineResult) -> None:
+        """Metric points for what inline evaluation did to one turn."""
         for outcome in inline.outcomes:
             self._emitter.record(outcome.score, outcome.duration_s)
         for name in inline.sampled_out:
             self._emitter.record_outcome(name, semconv.OUTCOME_SAMPLED_OUT)
 
     def _count_dropped(self, names: set[str]) -> None:
+        """Count each named evaluation as dropped."""
         for name in names:
             self._emitter.record_outcome(name, semconv.OUTCOME_DROPPED)
 
     def _log_drop(self) -> None:
+        """Warn about dropped turns, at most once every 10 s."""
         now = time.monotonic()
         if now - self._last_drop_log >= _DROP_LOG_INTERVAL_S:
             self._last_drop_log = now
@@ -254,16 +259,19 @@ class BackgroundRunner:
     # --- worker threads --------------------------------------------------------------------------
 
     def _spawn(self, target: object, name: str) -> threading.Thread:
+        """Start a daemon thread owned by the runner."""
         thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
         thread.start()
         self._threads.append(thread)
         return thread
 
     def _start_worker(self) -> None:
+        """Start one more worker thread."""
         worker_id = next(self._ids)
         self._spawn(lambda: self._work(worker_id), f"groundwire-worker-{worker_id}")
 
     def _work(self, worker_id: int) -> None:
+        """A worker's loop: take a job, run it; exit on shutdown or when abandoned."""
         background_thread_setup()
         while True:
             with self._cond:
@@ -338,11 +346,13 @@ class BackgroundRunner:
         return bool(job.sync or job.asynchronous)
 
     def _sample_out(self, job: _Job, names: list[str]) -> None:
+        """Count evaluations left out by the filter or a per-evaluator rate."""
         for name in names:
             job.pending.discard(name)
             self._emitter.record_outcome(name, semconv.OUTCOME_SAMPLED_OUT)
 
     def _record(self, job: _Job, evaluator: AnyEvaluator, outcome: EvaluationOutcome) -> None:
+        """Keep one evaluation's result on its job and record its metric points."""
         with self._cond:
             if job.done:
                 return
@@ -354,6 +364,7 @@ class BackgroundRunner:
         self._emitter.record(outcome.score, outcome.duration_s)
 
     def _watchdog(self) -> None:
+        """Abandon sync evaluations that overran their deadline."""
         timeout = self._timeout or 1.0
         tick = min(max(timeout / 10, 0.01), 0.25)
         while not self._stop.wait(tick):
@@ -368,6 +379,7 @@ class BackgroundRunner:
                 self._abandon(slot, now)
 
     def _abandon(self, slot: _Slot, now: float) -> None:
+        """Record a timeout for the stuck call and move the rest of its turn to a new worker."""
         job, name = slot.job, slot.evaluator.name
         logger.warning("evaluator %r gave no result within %s s; abandoned", name, self._timeout)
         error = TimeoutError(f"no result within {self._timeout} s")
@@ -391,6 +403,7 @@ class BackgroundRunner:
     # --- the event loop --------------------------------------------------------------------------
 
     def _run_loop(self) -> None:
+        """The event-loop thread running async evaluators."""
         background_thread_setup()
         loop = self._loop
         assert loop is not None
@@ -401,10 +414,12 @@ class BackgroundRunner:
             loop.close()
 
     async def _run_async(self, job: _Job) -> None:
+        """Run a job's async evaluators concurrently, then finish the job."""
         await asyncio.gather(*(self._run_one(job, evaluator) for evaluator in job.asynchronous))
         self._finish(job)
 
     async def _run_one(self, job: _Job, evaluator: AnyEvaluator) -> None:
+        """One async evaluation under the concurrency limit and the token budget."""
         assert self._semaphore is not None
         if self._over_budget(job, evaluator):
             return
@@ -417,6 +432,7 @@ class BackgroundRunner:
         self._record(job, evaluator, outcome)
 
     def _over_budget(self, job: _Job, evaluator: AnyEvaluator) -> bool:
+        """True (and counted as skipped) when the judge token budget is spent."""
         if self._budget is None or self._budget.allows():
             return False
         with self._cond:
@@ -428,6 +444,7 @@ class BackgroundRunner:
 
     @staticmethod
     def _turn_outcome(inline: InlineResult, ran: int, failed: bool) -> str:
+        """The turn-level outcome: errored, scored or sampled_out."""
         if failed or any(not outcome.score.ok for outcome in inline.outcomes):
             return "errored"
         return "scored" if ran or inline.outcomes else "sampled_out"
@@ -503,6 +520,7 @@ class BackgroundRunner:
         return drained
 
     def _cancel_and_stop(self) -> None:
+        """Cancel the loop's tasks and stop it (runs on the loop thread)."""
         loop = self._loop
         assert loop is not None
         for task in asyncio.all_tasks(loop):

@@ -33,6 +33,7 @@ class TokenBudget:
         self._lock = threading.Lock()
 
     def _expire(self, now: float) -> None:
+        """Forget usage older than the window (lock held)."""
         while self._buckets and self._buckets[0][0] <= now - _WINDOW_S:
             self._total -= self._buckets.popleft()[1]
 

@@ -21,6 +21,7 @@ TurnFilter = Callable[[RagTurn], bool]
 
 
 def _positive_int(name: str, value: object) -> int:
+    """`value` when it is an int of at least 1, else a ValueError naming `name`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
     return value
@@ -44,6 +45,7 @@ class RunnerConfig:
     evaluator_timeout_s: float | None = 30.0
 
     def __post_init__(self) -> None:
+        """Validate every option; errors name the option."""
         names = [evaluator.name for evaluator in self.evaluators]
         if len(set(names)) != len(names):
             raise ValueError(f"evaluator names must be unique, got {names}")

@@ -64,6 +64,7 @@ def write_scores(span: Span, scores: Sequence[Score]) -> bool:
 
 
 def _write_ended(span: Span, scores: Sequence[Score], attributes: dict[str, Any]) -> bool:
+    """Append scores to an ended SDK span's own containers, under its lock."""
     lock = getattr(span, "_lock", None)
     span_attributes = getattr(span, "_attributes", None)
     events = getattr(span, "_events", None)

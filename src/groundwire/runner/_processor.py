@@ -49,6 +49,7 @@ _LEAF_KINDS = frozenset(
 
 
 def _is_local_root(span: ReadableSpan) -> bool:
+    """True for the outermost span this process recorded in its trace."""
     parent = span.parent
     return parent is None or parent.is_remote
 
@@ -93,6 +94,7 @@ class EvaluationSpanProcessor(SpanProcessor):
 
     @staticmethod
     def _is_ours(span: ReadableSpan) -> bool:
+        """True for spans groundwire itself emitted (never assembled into turns)."""
         scope = span.instrumentation_scope
         return scope is not None and scope.name == semconv.INSTRUMENTATION_SCOPE
 
@@ -127,6 +129,7 @@ class EvaluationSpanProcessor(SpanProcessor):
             logger.exception("inline evaluation failed")
 
     def _evaluate_inline(self, span: Span) -> None:
+        """Assemble the ending span's turn, run inline evaluators, write the scores."""
         self.drain()  # the turn's children may still wait in the hand-off queue
         record = SpanRecord.from_readable(span)
         turn = self._assembler.turn_for(record)
@@ -165,6 +168,7 @@ class EvaluationSpanProcessor(SpanProcessor):
     # --- the feeder thread -----------------------------------------------------------------------
 
     def _feed(self) -> None:
+        """The feeder thread: drain the hand-off queue every few milliseconds."""
         background_thread_setup()
         while not self._stop.wait(_FEED_INTERVAL_S):
             self.drain()
@@ -180,6 +184,7 @@ class EvaluationSpanProcessor(SpanProcessor):
                 self._assemble(span)
 
     def _assemble(self, span: ReadableSpan) -> None:
+        """Feed one span to the assembler; submit the turns it completes."""
         if self._is_ours(span):
             return
         try:

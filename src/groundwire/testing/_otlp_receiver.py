@@ -47,6 +47,7 @@ __all__ = [
 
 
 def _any_value(value: Any) -> Any:
+    """An OTLP AnyValue as a Python value."""
     kind = value.WhichOneof("value")
     if kind is None:
         return None
@@ -58,10 +59,12 @@ def _any_value(value: Any) -> Any:
 
 
 def _attributes(pairs: Iterable[Any]) -> dict[str, Any]:
+    """OTLP key-values as a dict."""
     return {pair.key: _any_value(pair.value) for pair in pairs}
 
 
 def _hex(raw: bytes) -> str | None:
+    """Bytes as hex, or None when empty."""
     return raw.hex() if raw else None
 
 
@@ -121,6 +124,7 @@ class ReceivedMetricPoint:
 
 
 def _link(link: Any) -> ReceivedLink:
+    """A decoded span link."""
     return ReceivedLink(link.trace_id.hex(), link.span_id.hex(), _attributes(link.attributes))
 
 
@@ -162,6 +166,7 @@ def decode_spans(request: Any) -> list[ReceivedSpan]:
 
 
 def _number(point: Any) -> float | None:
+    """A number data point's value, int or double."""
     kind = point.WhichOneof("value")
     return None if kind is None else float(getattr(point, kind))
 
@@ -222,18 +227,21 @@ class _Collector:
         """Metric export requests received (including ones answered with an error)."""
 
     def _add_traces(self, request: Any) -> None:
+        """Decode and keep the spans of one request."""
         spans = decode_spans(request)
         with self._lock:
             self._spans.extend(spans)
             self._lock.notify_all()
 
     def _add_metrics(self, request: Any) -> None:
+        """Decode and keep the metric points of one request."""
         points = decode_metric_points(request)
         with self._lock:
             self._points.extend(points)
             self._lock.notify_all()
 
     def _count(self, signal: str) -> None:
+        """Count one export request of `signal`."""
         with self._lock:
             if signal == "traces":
                 self.trace_requests += 1
@@ -302,10 +310,14 @@ class OtlpHttpReceiver(_Collector):
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            """Routes posts to the receiver."""
+
             def do_POST(self) -> None:
+                """Handle an OTLP export post."""
                 receiver._handle(self)
 
             def log_message(self, format: str, *args: Any) -> None:
+                """Keep the test output quiet."""
                 return
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -317,6 +329,7 @@ class OtlpHttpReceiver(_Collector):
         return self
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        """Answer one OTLP/HTTP post (or play the slow or failing collector)."""
         route = _PATHS.get(handler.path.split("?", 1)[0])
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length)
@@ -393,6 +406,7 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         self._collector = collector
 
     def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
+        """Keep the request's telemetry and acknowledge it."""
         self._collector._count("traces")
         self._collector._add_traces(request)
         return trace_service_pb2.ExportTraceServiceResponse()
@@ -405,6 +419,7 @@ class _MetricsService(metrics_service_pb2_grpc.MetricsServiceServicer):
         self._collector = collector
 
     def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
+        """Keep the request's telemetry and acknowledge it."""
         self._collector._count("metrics")
         self._collector._add_metrics(request)
         return metrics_service_pb2.ExportMetricsServiceResponse()
