@@ -164,6 +164,7 @@ def test_help_documents_the_formats() -> None:
     result = runner.invoke(app, ["verify-quotes", "--help"])
     assert result.exit_code == 0
     assert "--quotes" in result.output and "--xlsx" in result.output
+    assert "JSON list of strings" in result.output
 
 
 def test_brackets_in_quotes_are_printed_literally(tmp_path: Path) -> None:

@@ -125,7 +125,12 @@ def verify_quotes_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON lines.")] = False,
 ) -> None:
-    """Locate each quote in the documents and report where it is and how well it matches."""
+    """Locate each quote in the documents and report where it is and how well it matches.
+
+    The quotes file holds one quote per line, or a JSON list of strings when its name ends in
+    .json. Each document is a UTF-8 text file named by its stem; a directory stands for its .txt
+    and .md files. Exit status 2 on bad input.
+    """
     from groundwire.embeddings import DEFAULT_EMBEDDER
     from groundwire.evaluators.quote_verification import (
         quote_stats,
