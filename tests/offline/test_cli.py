@@ -16,12 +16,8 @@ from typer.testing import CliRunner
 
 from groundwire import semconv
 from groundwire.cli import app
+from groundwire.testing import OtlpHttpReceiver
 from tests.offline._traces import record_turns, write_groundwire_jsonl
-
-try:
-    from groundwire.testing import OtlpHttpReceiver  # type: ignore[attr-defined]
-except ImportError:
-    from groundwire.testing._otlp_receiver import OtlpHttpReceiver
 
 ROOT = Path(__file__).parents[2]
 ERAG = ("--options", '{"erag": {}}')

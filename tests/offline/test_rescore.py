@@ -15,12 +15,8 @@ import pytest
 from groundwire import RagTurn, Score, semconv
 from groundwire.evaluators import ERAG, FunctionGenerator
 from groundwire.offline import rescore
+from groundwire.testing import OtlpGrpcReceiver, OtlpHttpReceiver
 from tests.offline._traces import record_turns, write_groundwire_jsonl
-
-try:
-    from groundwire.testing import OtlpHttpReceiver  # type: ignore[attr-defined]
-except ImportError:
-    from groundwire.testing._otlp_receiver import OtlpHttpReceiver
 
 TURNS = 12
 FAST = {"quoted_spans": {}, "quote_verification": {"embedder": None}}
@@ -273,3 +269,18 @@ def test_async_evaluators_keep_one_loop_across_chunks_even_inside_a_running_loop
     summary = asyncio.run(main())
     assert summary.tallies["loop_bound"].scored == TURNS
     assert summary.tallies["loop_bound"].failed == 0
+
+
+def test_export_otlp_over_grpc_when_the_protocol_says_so(
+    traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With OTEL_EXPORTER_OTLP_PROTOCOL=grpc the endpoint is a gRPC host:port."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    with OtlpGrpcReceiver() as receiver:
+        rescore(traces, ["quoted_spans"], tmp_path / "o.jsonl", export_otlp=receiver.endpoint)
+        assert receiver.wait_for(
+            lambda r: (
+                len(r.spans(semconv.EVALUATION_SPAN_NAME)) >= TURNS
+                and bool(r.metric_points(semconv.METRIC_EVALUATIONS))
+            )
+        )
