@@ -6,7 +6,8 @@ until the next line (`stop`), so Prometheus sees counters grow across scrapes. T
 chosen so every dashboard panel and alert has data: good, partly and badly grounded answers,
 quotes found and not found, an evaluator that fails on some turns, bursts that overflow a tiny
 queue (dropped), a per-evaluator sample rate (sampled_out) and a judge token budget that runs
-out (skipped). The judges are a scripted OpenAI-compatible server on loopback.
+out, and a judge evaluator with no judge configured (both skipped). The groundedness judges are
+a scripted OpenAI-compatible server on loopback.
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ from opentelemetry.trace import Tracer
 
 import groundwire
 from groundwire import RagTurn, Score, semconv
+from groundwire.evaluators.citation_support import CitationSupport
+from groundwire.evaluators.groundedness import ResponseGroundedness
 from groundwire.evaluators.quote_verification import QuoteVerification
 from groundwire.evaluators.quoted_spans import QuotedSpans
+from groundwire.judges import JudgeConfig
 from groundwire.testing import OpenAIServer, Reply, structured
 
 SERVICE = "rag-app"
@@ -96,13 +100,18 @@ def main() -> None:
     """Serve the metrics; record turns from `go` until `stop` is read from stdin."""
     stop = threading.Event()
     judges = OpenAIServer(_judge).__enter__()
-    os.environ[semconv.ENV_JUDGE_MODEL] = JUDGE_MODEL
-    os.environ[semconv.ENV_JUDGE_BASE_URL] = judges.base_url
-    os.environ[semconv.ENV_JUDGE_API_KEY] = "test"
-    os.environ[semconv.ENV_JUDGE_CACHE] = "off"
+    for name in [n for n in os.environ if n.startswith(("GROUNDWIRE_JUDGE_", "OPENAI_"))]:
+        del os.environ[name]  # citation_support finds no judge: its evaluations are skipped
+    judge = JudgeConfig(model=JUDGE_MODEL, base_url=judges.base_url, api_key="test", cache="off")
     online = groundwire.configure(
         service_name=SERVICE,
-        evaluators=[QuotedSpans(), QuoteVerification(embedder=None), "groundedness", Flaky()],
+        evaluators=[
+            QuotedSpans(),
+            QuoteVerification(embedder=None),
+            ResponseGroundedness(judge=judge),
+            CitationSupport(),
+            Flaky(),
+        ],
         evaluator_sample_rates={"quote_verification": 0.8},
         judge_token_budget=JUDGE_CALLS_BUDGETED * sum(TOKENS_PER_CALL),
         max_queue_size=4,

@@ -37,16 +37,12 @@ from tests.observability.conftest import (
     load_dashboard,
     panels,
 )
+from tests.observability.metrics_app import JUDGE_MODEL
 
 SERVICE = "rag-app"
 READY_DEADLINE_S = 60.0
 WINDOW = "1m"
 """Stands in for `$__rate_interval` and `$__range`: longer than the whole run."""
-NOT_EMITTED = (
-    "groundwire_judge_agreement",
-    "groundwire.judge.agreement is not emitted yet: EvaluationMetrics has no instrument for it "
-    "(see docs/observability.md, 'Judge agreement')",
-)
 _LEGEND_LABEL = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 _BY_CLAUSE = re.compile(r"\bby\s*\(([^)]*)\)")
 
@@ -81,12 +77,6 @@ def _rule_queries() -> list[Query]:
     return queries
 
 
-def _marks(query: Query) -> Any:
-    metric, reason = NOT_EMITTED
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if metric in query.expr else []
-    return pytest.param(query, id=query.where, marks=marks)
-
-
 DASHBOARD_QUERIES = _dashboard_queries()
 RULE_QUERIES = _rule_queries()
 
@@ -117,6 +107,9 @@ class Stack:
 
     api: str
     variables: dict[str, str] = field(default_factory=dict)
+    """The template variables as the dashboard opens (All selected: the variable's allValue)."""
+    options: dict[str, list[str]] = field(default_factory=dict)
+    """What each query variable lists (non-empty label values)."""
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         """Instant query at now; the result vector (fails on a PromQL error)."""
@@ -144,9 +137,9 @@ class Stack:
             found.setdefault(alert["labels"]["alertname"], set()).add(alert["state"])
         return found
 
-    def render(self, expr: str) -> str:
-        """Substitute the dashboard's template variables as Grafana would."""
-        values = {**self.variables, "__rate_interval": WINDOW, "__range": WINDOW}
+    def render(self, expr: str, **chosen: str) -> str:
+        """Substitute the dashboard's template variables as Grafana would (`chosen` overrides)."""
+        values = {**self.variables, **chosen, "__rate_interval": WINDOW, "__range": WINDOW}
         for name in sorted(values, key=len, reverse=True):
             expr = expr.replace("${" + name + "}", values[name]).replace("$" + name, values[name])
         assert "$" not in expr, f"unresolved template variable in {expr!r}"
@@ -163,8 +156,13 @@ def _regex_escape(value: str) -> str:
     return re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\\\1", value)
 
 
+def select(values: list[str]) -> str:
+    """Several values of a multi-select variable, as Grafana puts them in a PromQL regex."""
+    return "(" + "|".join(map(_regex_escape, values)) + ")"
+
+
 def _resolve_variables(stack: Stack) -> None:
-    """Resolve the dashboard's variables in order, formatting multi-values like Grafana."""
+    """List each query variable's options in order and select the dashboard's default."""
     for variable in load_dashboard()["templating"]["list"]:
         kind, name = variable["type"], variable["name"]
         if kind == "query":
@@ -172,19 +170,23 @@ def _resolve_variables(stack: Stack) -> None:
             match = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", query)
             assert match, f"variable {name}: unsupported query {query!r}"
             values = stack.label_values(match.group(2), stack.render(match.group(1)))
-            if values:
-                stack.variables[name] = "(" + "|".join(map(_regex_escape, values)) + ")"
-            else:  # Grafana selects "All" when there is nothing to list
-                stack.variables[name] = variable["allValue"]
+            stack.options[name] = [v for v in values if v]
+            default = variable["current"]["value"]
+            assert default == "$__all", f"variable {name}: the default should be All"
+            stack.variables[name] = variable["allValue"]
         elif kind in ("custom", "textbox", "constant"):
             stack.variables[name] = variable["current"]["value"]
 
 
 def _ready(stack: Stack) -> bool:
-    expected = [q for q in DASHBOARD_QUERIES + RULE_QUERIES if NOT_EMITTED[0] not in q.expr]
+    budget_spent = (
+        'groundwire_evaluations_total{gen_ai_evaluation_name="groundedness", '
+        'groundwire_outcome="skipped"}'
+    )
     try:
         _resolve_variables(stack)
-        return all(finite(stack.query(stack.render(q.expr))) for q in expected) and len(
+        queries = [stack.render(q.expr) for q in DASHBOARD_QUERIES] + [q.expr for q in RULE_QUERIES]
+        return all(finite(stack.query(expr)) for expr in [*queries, budget_spent]) and len(
             stack.alerts()
         ) == len(RULE_QUERIES)
     except (AssertionError, OSError):
@@ -192,7 +194,9 @@ def _ready(stack: Stack) -> bool:
 
 
 def _start_app() -> tuple[subprocess.Popen[str], str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "GROUNDWIRE_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "GROUNDWIRE_", "OPENAI_"))
+    }
     env["PYTHONPATH"] = str(ROOT)
     app = subprocess.Popen(
         [sys.executable, "-m", "tests.observability.metrics_app"],
@@ -286,7 +290,7 @@ def _scraped(stack: Stack) -> bool:
         return False
 
 
-@pytest.mark.parametrize("query", [_marks(q) for q in DASHBOARD_QUERIES])
+@pytest.mark.parametrize("query", DASHBOARD_QUERIES, ids=lambda q: q.where)
 def test_dashboard_query_returns_data(stack: Stack, query: Query) -> None:
     """Each dashboard query, variables resolved, returns numbers carrying its legend's labels."""
     result = finite(stack.query(stack.render(query.expr)))
@@ -296,7 +300,7 @@ def test_dashboard_query_returns_data(stack: Stack, query: Query) -> None:
         assert not missing, f"{query.where}: series {series['metric']} lacks {missing}"
 
 
-@pytest.mark.parametrize("query", [_marks(q) for q in RULE_QUERIES])
+@pytest.mark.parametrize("query", RULE_QUERIES, ids=lambda q: q.where)
 def test_alert_expression_returns_data(stack: Stack, query: Query) -> None:
     """Each alert expression fires on the app's data, with the labels its `by` clause keeps."""
     result = finite(stack.query(query.expr))
@@ -316,31 +320,55 @@ def test_rules_are_evaluated_by_prometheus(stack: Stack) -> None:
 
 def test_service_variable_lists_the_scraped_service(stack: Stack) -> None:
     """`job` is the service: the variable lists the app; `target_info` ties it to service.name."""
-    assert stack.variables["service"] == f"({SERVICE})"
+    assert stack.options["service"] == [SERVICE]
     info = stack.query(f'target_info{{job="{SERVICE}"}}')
     assert [s["metric"]["service_name"] for s in info] == [SERVICE]
 
 
 def test_evaluator_variable_lists_every_evaluator(stack: Stack) -> None:
     """The evaluator variable lists each evaluator the app ran, built-in and user-defined."""
-    listed = set(stack.variables["evaluator"].strip("()").split("|"))
-    assert listed == {"quoted_spans", "quote_verification", "groundedness", "answer_policy"}
+    assert set(stack.options["evaluator"]) == {
+        "quoted_spans",
+        "quote_verification",
+        "groundedness",
+        "citation_support",
+        "answer_policy",
+    }
+
+
+def test_model_variable_lists_the_judge_model(stack: Stack) -> None:
+    """The model variable lists the judge model that judge evaluators record on their points."""
+    assert stack.options["model"] == [JUDGE_MODEL]
+
+
+def test_choosing_a_model_narrows_the_judge_panels_to_it(stack: Stack) -> None:
+    """With the judge model selected, judge panels show data, all of it from that model."""
+    titles = {"Judge tokens per second", "Judge agreement (groundedness)", "Verdicts in range"}
+    queries = [q for q in DASHBOARD_QUERIES if q.where.split("'")[1].startswith(tuple(titles))]
+    assert len(queries) == 4
+    for query in queries:
+        expr = stack.render(query.expr, model=select([JUDGE_MODEL]), service=select([SERVICE]))
+        result = finite(stack.query(expr))
+        assert result, f"{query.where}: no data for model {JUDGE_MODEL}"
+        names = {s["metric"].get("gen_ai_evaluation_name", "groundedness") for s in result}
+        assert names == {"groundedness"}, query.where
 
 
 def test_outcomes_cover_every_kind(stack: Stack) -> None:
     """The app produced every outcome: ok, error, dropped, skipped and sampled_out."""
     result = stack.query("sum by (groundwire_outcome) (groundwire_evaluations_total)")
-    outcomes = {s["metric"]["groundwire_outcome"] for s in result}
-    assert outcomes == {"ok", "error", "dropped", "skipped", "sampled_out"}
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="no model attribute on groundwire metrics yet (see docs/observability.md, 'Model')",
-)
-def test_model_variable_lists_models(stack: Stack) -> None:
-    """The model variable lists the judge model once the emitter records it on the metrics."""
-    assert stack.variables["model"] != ".*"
+    assert {s["metric"]["groundwire_outcome"] for s in result} == {
+        "ok",
+        "error",
+        "dropped",
+        "skipped",
+        "sampled_out",
+    }
+    skipped = stack.query('groundwire_evaluations_total{groundwire_outcome="skipped"}')
+    assert {s["metric"]["gen_ai_evaluation_name"] for s in skipped} == {
+        "groundedness",  # the token budget ran out
+        "citation_support",  # no judge configured for it
+    }
 
 
 def test_rules_file_passes_promtool(prometheus_bin: tuple[str, str]) -> None:
