@@ -56,6 +56,7 @@ class WordHashEmbedding(BaseEmbedding):
     dims: int = 256
 
     def _embed(self, text: str) -> list[float]:
+        """The hashed, normalised bag of words of `text`."""
         vector = [0.0] * self.dims
         for word in _WORD.findall(text.lower()):
             vector[zlib.crc32(word.encode()) % self.dims] += 1.0
@@ -63,12 +64,15 @@ class WordHashEmbedding(BaseEmbedding):
         return [v / norm for v in vector]
 
     def _get_text_embedding(self, text: str) -> list[float]:
+        """Embed a node's text."""
         return self._embed(text)
 
     def _get_query_embedding(self, query: str) -> list[float]:
+        """Embed a query."""
         return self._embed(query)
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
+        """Embed a query (async form)."""
         return self._embed(query)
 
 

@@ -71,6 +71,7 @@ def otlp_spans(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _values(pairs: Any) -> dict[str, Any]:
+    """OTLP/JSON `KeyValue` pairs as a dict of plain values."""
     return {p["key"]: next(iter(p["value"].values()), None) for p in pairs}
 
 
@@ -231,6 +232,7 @@ def test_retriever_ranks_paragraphs_by_bm25_and_skips_unrelated_ones() -> None:
 
 
 def _prompt(question: str) -> list[Any]:
+    """The demo prompt's messages for `question`, sources from the BM25 retriever."""
     documents = CorpusRetriever().invoke(question)
     return [SystemMessage(f"Sources:\n{format_docs(documents)}"), HumanMessage(question)]
 

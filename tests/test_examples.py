@@ -28,6 +28,7 @@ class Run:
     """One example's finished run: exit code, output, and the directory it ran in."""
 
     def __init__(self, returncode: int, stdout: str, stderr: str, cwd: Path) -> None:
+        """Keep what the finished process left."""
         self.returncode, self.stdout, self.stderr, self.cwd = returncode, stdout, stderr, cwd
 
     @property

@@ -27,7 +27,7 @@ _DETERMINISTIC: Final = ("quoted_spans", "quote_verification")
 
 
 def _cell(score: Score | None) -> str:
-    """A score for the table: the value (red below 1), `skipped`, `n/a` or `failed`."""
+    """A score for the table: the value (green at 1, yellow, red below 0.5), or a word."""
     if score is None:
         return "[dim]–[/]"
     if score.value is None:
@@ -39,6 +39,7 @@ def _cell(score: Score | None) -> str:
 
 
 def _mean_cell(values: list[float]) -> str:
+    """The mean of the computed values for the table's last row."""
     return "[dim]–[/]" if not values else f"[bold]{sum(values) / len(values):.2f}[/]"
 
 
@@ -63,6 +64,7 @@ def _table(run: DemoRun) -> Table:
 
 
 def _short(text: str, limit: int = 90) -> str:
+    """Whitespace collapsed and cut to `limit` characters with an ellipsis."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
@@ -86,16 +88,15 @@ def _flags(run: DemoRun) -> list[str]:
     lines: list[str] = []
     for index, result in enumerate(run.results, 1):
         check = result.scores.get("quote_verification")
-        verbatim = result.values().get("quoted_spans")
         if check is None or check.value is None or not check.details:
             continue
         for row in check.details.get("quotes", ()):
-            quote = str(row.get("quote", ""))
+            quote, kind = str(row.get("quote", "")), row.get("match_kind")
             if row.get("low_confidence"):
                 shown = escape(_short(quote))
                 lines.append(f"{index}. [red]not in the sources[/]: \u201c{shown}\u201d")
-            elif verbatim is not None and verbatim < 1.0:
-                if row.get("match_kind") == "ellipsis":
+            elif kind != "exact":
+                if kind == "ellipsis":
                     how = "an ellipsis joins two separate parts of the source"
                 else:
                     how = _difference(quote, str(row.get("span_text", "")))
@@ -161,6 +162,7 @@ def demo_command(
         logging.getLogger("groundwire").setLevel(logging.ERROR)
 
     def step(message: str) -> None:
+        """Show a progress line on stderr."""
         err_console.print(f"[dim]{escape(message)}[/]", highlight=False)
 
     try:

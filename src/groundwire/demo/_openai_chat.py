@@ -19,6 +19,7 @@ __all__ = ["OpenAICompatibleChatModel"]
 
 
 def _role(message: BaseMessage) -> str:
+    """The chat-completions role of a LangChain message; ValueError for other kinds."""
     if isinstance(message, SystemMessage):
         return "system"
     if isinstance(message, HumanMessage):
@@ -44,13 +45,16 @@ class OpenAICompatibleChatModel(BaseChatModel):
 
     @property
     def _llm_type(self) -> str:
+        """LangChain's type tag for this model."""
         return "openai-compatible"
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
+        """What identifies this model in LangChain's invocation parameters (and on spans)."""
         return {"model_name": self.model_name, "base_url": self.base_url}
 
     def _get_client(self) -> Any:
+        """The `openai.OpenAI` client, built (and `openai` imported) on first use."""
         if self._client is None:
             import openai
 
@@ -68,6 +72,7 @@ class OpenAICompatibleChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        """One chat-completions call; the reply with its token usage."""
         response = self._get_client().chat.completions.create(
             model=self.model_name,
             messages=[{"role": _role(m), "content": m.content} for m in messages],

@@ -51,6 +51,7 @@ class CorpusRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
+        """The top `k` paragraphs for `query` that share a word with it."""
         words = set(_tokens(query))
         scores = self._index.get_scores(list(words))
         ranked = sorted(range(len(self.documents)), key=lambda i: (-scores[i], i))

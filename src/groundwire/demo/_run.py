@@ -68,6 +68,7 @@ class DemoRun:
 
 
 def _require_langchain_integration() -> None:
+    """Fail clearly when `groundwire-langchain` is not installed."""
     if importlib.util.find_spec("groundwire_langchain") is None:
         raise RuntimeError(
             "the demo needs the LangChain integration: pip install groundwire-langchain "
@@ -76,6 +77,7 @@ def _require_langchain_integration() -> None:
 
 
 def _in_question_order(results: list[TurnResult], questions: Sequence[str]) -> list[TurnResult]:
+    """The results of the questions asked, in the order they were asked."""
     by_query = {result.turn.query: result for result in results}
     return [by_query[question] for question in questions if question in by_query]
 

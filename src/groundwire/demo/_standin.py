@@ -157,6 +157,7 @@ def stand_in_answer(
 
 
 def _text(message: BaseMessage) -> str:
+    """A message's text, whether its content is a string or a list of parts."""
     content = message.content
     if isinstance(content, str):
         return content
@@ -182,10 +183,12 @@ class OfflineStandInChatModel(BaseChatModel):
 
     @property
     def _llm_type(self) -> str:
+        """LangChain's type tag for this model."""
         return "offline-stand-in"
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
+        """What identifies this model in LangChain's invocation parameters (and on spans)."""
         return {"model_name": self.model_name, "seed": self.seed, "styles": self.styles}
 
     def _generate(
@@ -195,6 +198,7 @@ class OfflineStandInChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        """Answer the last human message from the prompt's numbered sources."""
         questions = [_text(m) for m in messages if isinstance(m, HumanMessage)]
         if not questions:
             raise ValueError("OfflineStandInChatModel: the prompt has no human message to answer")

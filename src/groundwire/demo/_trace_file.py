@@ -25,10 +25,12 @@ class OnlineResults:
 
 
 def _attributes(pairs: Any) -> dict[str, Any]:
+    """OTLP/JSON `KeyValue` pairs as a dict."""
     return {pair["key"]: any_value(pair.get("value") or {}) for pair in pairs or ()}
 
 
 def _spans(line: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """The spans of one decoded OTLP/JSON trace request."""
     for resource_spans in line.get("resourceSpans", ()):
         for scope_spans in resource_spans.get("scopeSpans", ()):
             yield from scope_spans.get("spans", ())
