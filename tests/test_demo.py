@@ -196,6 +196,20 @@ def test_demo_uses_a_real_model_and_judges_when_a_server_is_configured(tmp_path:
     assert {s["attrs"]["gen_ai.response.model"] for s in llm} == {"served-model"}
 
 
+def test_demo_reports_a_failing_model_clearly(tmp_path: Path) -> None:
+    """A model server refusing the key ends the demo with exit 1 and a message, not a traceback."""
+    with OpenAIServer() as server:
+        server.set_default(Reply.error(401, "invalid api key"))
+        env = clean_env(OPENAI_API_KEY="sk-wrong", OPENAI_BASE_URL=server.base_url)
+        result = run_cli("demo", "--out", str(tmp_path), env=env, cwd=tmp_path)
+    assert result.returncode == 1
+    message = " ".join(result.stderr.split())
+    assert "groundwire demo: the app's model (gpt-4o-mini at http://127.0.0.1:" in message
+    assert "failed on question 1 (AuthenticationError)" in message
+    assert "Traceback" not in result.stderr
+    assert (tmp_path / "traces.jsonl").is_file()  # online evaluation was shut down and flushed
+
+
 def test_demo_rejects_a_question_count_it_cannot_ask(tmp_path: Path) -> None:
     """--questions beyond the bundled list fails naming the option; run_demo names the bound."""
     result = run_cli("demo", "--out", str(tmp_path), "-n", "99", env=clean_env(), cwd=tmp_path)

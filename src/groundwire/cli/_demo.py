@@ -152,7 +152,7 @@ def demo_command(
     ] = False,
 ) -> None:
     """Run a small LangChain RAG app, score it online and offline, and summarise the scores."""
-    from groundwire.demo import QUESTIONS, run_demo
+    from groundwire.demo import QUESTIONS, DemoError, run_demo
 
     if questions > len(QUESTIONS):
         raise typer.BadParameter(
@@ -167,7 +167,7 @@ def demo_command(
 
     try:
         run = run_demo(out, questions, stand_in=stand_in, on_step=step)
-    except RuntimeError as error:
+    except DemoError as error:
         err_console.print(f"[red]groundwire demo:[/] {escape(str(error))}", highlight=False)
         raise typer.Exit(1) from None
 

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from groundwire.demo._corpus import load_chunks, load_corpus
 from groundwire.demo._questions import QUESTIONS
-from groundwire.demo._run import DEFAULT_OUT, DEFAULT_QUESTIONS, DEMO_EVALUATORS, DemoRun, run_demo
+from groundwire.demo._run import (
+    DEFAULT_OUT,
+    DEFAULT_QUESTIONS,
+    DEMO_EVALUATORS,
+    DemoError,
+    DemoRun,
+    run_demo,
+)
 from groundwire.demo._samples import sample_turns
 
 __all__ = [
@@ -22,6 +29,7 @@ __all__ = [
     "DEFAULT_QUESTIONS",
     "DEMO_EVALUATORS",
     "QUESTIONS",
+    "DemoError",
     "DemoRun",
     "load_chunks",
     "load_corpus",

@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_OUT",
     "DEFAULT_QUESTIONS",
     "DEMO_EVALUATORS",
+    "DemoError",
     "DemoRun",
     "run_demo",
 ]
@@ -42,6 +43,10 @@ DEFAULT_QUESTIONS: Final = 6
 TRACE_FILE: Final = "traces.jsonl"
 REPORT_FILE: Final = "report.html"
 SCORES_FILE: Final = "scores.jsonl"
+
+
+class DemoError(RuntimeError):
+    """The demo could not run: the LangChain integration is missing, or the app's model failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +75,7 @@ class DemoRun:
 def _require_langchain_integration() -> None:
     """Fail clearly when `groundwire-langchain` is not installed."""
     if importlib.util.find_spec("groundwire_langchain") is None:
-        raise RuntimeError(
+        raise DemoError(
             "the demo needs the LangChain integration: pip install groundwire-langchain "
             "(in this repository: pip install -e integrations/langchain)"
         )
@@ -93,6 +98,8 @@ def run_demo(
 
     `questions` is how many of the bundled questions to ask (1 to `len(QUESTIONS)`);
     `stand_in` forces the offline stand-in model even when a real model is configured.
+    Raises `DemoError` when the LangChain integration is missing or the app's model fails
+    (online evaluation is shut down first), ValueError for a bad `questions`.
     """
     from groundwire.demo._standin import OfflineStandInChatModel
     from groundwire.demo.app import QUESTIONS, build_chain, choose_model
@@ -124,12 +131,18 @@ def run_demo(
     )
     try:
         if "langchain" not in online.instrumented:
-            raise RuntimeError("groundwire.configure() could not instrument LangChain")
+            raise DemoError("groundwire.configure() could not instrument LangChain")
         chain = build_chain(model)
         answers: list[str] = []
         for index, question in enumerate(asked, 1):
             step(f"question {index}/{len(asked)}: {question}")
-            answers.append(chain.invoke(question))
+            try:
+                answers.append(chain.invoke(question))
+            except Exception as error:
+                raise DemoError(
+                    f"the app's model ({label}) failed on question {index} "
+                    f"({type(error).__name__}): {error}"
+                ) from error
         online.force_flush(drain_s)
         online_stats = online.stats()
     finally:
