@@ -5,9 +5,9 @@ line `go` on stdin (sent once Prometheus scrapes it), then records RAG turns (Op
 until the next line (`stop`), so Prometheus sees counters grow across scrapes. The turns are
 chosen so every dashboard panel and alert has data: good, partly and badly grounded answers,
 quotes found and not found, an evaluator that fails on some turns, bursts that overflow a tiny
-queue (dropped), a per-evaluator sample rate (sampled_out) and a judge token budget that runs
-out, and a judge evaluator with no judge configured (both skipped). The groundedness judges are
-a scripted OpenAI-compatible server on loopback.
+queue (dropped), a per-evaluator sample rate (sampled_out) and a judge evaluator with no judge
+configured (skipped). The groundedness judges are a scripted OpenAI-compatible server on loopback,
+answering all along (no token budget: scores keep coming while Prometheus scrapes).
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ from groundwire.testing import OpenAIServer, Reply, structured
 SERVICE = "rag-app"
 JUDGE_MODEL = "judge-mini"
 TOKENS_PER_CALL = (120, 8)
-JUDGE_CALLS_BUDGETED = 80
-"""Judge calls (two per groundedness turn) before the token budget runs out."""
 
 DOCUMENTS = (
     "The library lends books for three weeks. Renewals are allowed twice online.",
@@ -113,7 +111,6 @@ def main() -> None:
             Flaky(),
         ],
         evaluator_sample_rates={"quote_verification": 0.8},
-        judge_token_budget=JUDGE_CALLS_BUDGETED * sum(TOKENS_PER_CALL),
         max_queue_size=4,
         workers=2,
         exporter="none",
