@@ -59,6 +59,7 @@ class _Drop(SpanExporter):
     """Drops spans: exporting then costs the same in every configuration."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Drop the batch."""
         return SpanExportResult.SUCCESS
 
 
@@ -71,11 +72,13 @@ class _TimedProcessor(EvaluationSpanProcessor):
         self.hook_ns = 0
 
     def _on_ending(self, span: Any) -> None:
+        """Time the inline hook."""
         started = time.perf_counter_ns()
         super()._on_ending(span)
         self.hook_ns += time.perf_counter_ns() - started
 
     def on_end(self, span: ReadableSpan) -> None:
+        """Time the hand-off hook (and keep root spans' times)."""
         started = time.perf_counter_ns()
         super().on_end(span)
         elapsed = time.perf_counter_ns() - started
@@ -90,12 +93,14 @@ def _evaluators() -> list[AnyEvaluator]:
 
 
 def _emitter() -> Emitter:
+    """An Emitter whose spans are dropped and metrics kept in memory."""
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_Drop()))
     return Emitter(tracer_provider=provider, meter_provider=MeterProvider([InMemoryMetricReader()]))
 
 
 def _provider(processor: EvaluationSpanProcessor | None) -> TracerProvider:
+    """A tracer provider dropping spans, with `processor` added when given."""
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_Drop()))
     if processor is not None:
@@ -104,9 +109,11 @@ def _provider(processor: EvaluationSpanProcessor | None) -> TracerProvider:
 
 
 def _percentiles(samples_ns: list[int]) -> dict[str, float]:
+    """p50 / p99 / max in microseconds of nanosecond samples."""
     ordered = sorted(samples_ns)
 
     def at(q: float) -> float:
+        """The sample at quantile `q`, in microseconds."""
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
 
     return {"p50_us": at(0.50), "p99_us": at(0.99), "max_us": ordered[-1] / 1000, "n": len(ordered)}
@@ -139,6 +146,7 @@ def _round(
 
 
 def _processor(inline: bool, timed: bool = False) -> EvaluationSpanProcessor:
+    """An evaluation processor with the deterministic evaluators (inline or not)."""
     names = frozenset({"quoted_spans"}) if inline else frozenset()
     runner = BackgroundRunner(RunnerConfig(_evaluators(), inline=names), _emitter())
     kind = _TimedProcessor if timed else EvaluationSpanProcessor
@@ -221,6 +229,7 @@ def bench_enqueue(turns: Sequence[RagTurn]) -> dict[str, Any]:
 
 
 def _throughput_turns() -> list[RagTurn]:
+    """The demo turns repeated, each in its own trace."""
     base = sample_turns()
     turns = []
     for i in range(THROUGHPUT_TURNS):
@@ -232,6 +241,7 @@ def _throughput_turns() -> list[RagTurn]:
 
 
 def _timed(run: Callable[[], None]) -> float:
+    """Seconds `run` took."""
     started = time.perf_counter()
     run()
     return time.perf_counter() - started
@@ -243,6 +253,7 @@ def bench_throughput(turns: Sequence[RagTurn]) -> dict[str, Any]:
     per_turn = len(evaluators)
 
     def direct() -> None:
+        """The peer: call each evaluator on each turn in a plain loop."""
         for turn in turns:
             for evaluator in evaluators:
                 evaluator.evaluate(turn)  # type: ignore[union-attr]
@@ -256,6 +267,7 @@ def bench_throughput(turns: Sequence[RagTurn]) -> dict[str, Any]:
         )
 
         def through_runner(runner: BackgroundRunner = runner) -> None:
+            """Submit every turn and wait until all are scored."""
             for turn in turns:
                 runner.submit(turn)
             runner.force_flush(600)
@@ -279,6 +291,7 @@ def bench_throughput(turns: Sequence[RagTurn]) -> dict[str, Any]:
 
 
 def _write(result: dict[str, Any]) -> None:
+    """Write results/online.md and online.json."""
     latency, enqueue, throughput = result["latency"], result["enqueue"], result["throughput"]
     lines = [
         "# Online evaluation: app-thread overhead and runner throughput",

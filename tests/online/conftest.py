@@ -32,12 +32,15 @@ class Telemetry:
 
     @property
     def tracer(self) -> Tracer:
+        """The app's tracer."""
         return self.tracer_provider.get_tracer("app")
 
     def finished(self, name: str | None = None) -> list[ReadableSpan]:
+        """Finished spans, optionally only those called `name`."""
         return [s for s in self.spans.get_finished_spans() if name is None or s.name == name]
 
     def points(self, metric: str) -> list[Any]:
+        """Every data point of one metric collected now."""
         data = self.reader.get_metrics_data()
         found: list[Any] = []
         for resource_metrics in data.resource_metrics if data else ():
@@ -136,6 +139,7 @@ class AnswerLength:
     name = "answer_length"
 
     def evaluate(self, turn: RagTurn) -> Score:
+        """Score the turn."""
         return Score(name=self.name, value=min(1.0, len(turn.answer) / 100), label="measured")
 
 
@@ -145,6 +149,7 @@ class HasContext:
     name = "has_context"
 
     def evaluate(self, turn: RagTurn) -> Score:
+        """Score the turn."""
         return Score(name=self.name, value=1.0 if turn.contexts else 0.0)
 
 
@@ -154,6 +159,7 @@ class Raises:
     name = "raises"
 
     def evaluate(self, turn: RagTurn) -> Score:
+        """Score the turn."""
         raise RuntimeError("evaluator bug")
 
 
@@ -167,6 +173,7 @@ class Hangs:
         self.calls = 0
 
     def evaluate(self, turn: RagTurn) -> Score:
+        """Score the turn."""
         self.calls += 1
         self.release.wait(10)
         return Score(name=self.name, value=1.0)
@@ -181,6 +188,7 @@ class Gate:
         self.open = threading.Event()
 
     def evaluate(self, turn: RagTurn) -> Score:
+        """Score the turn."""
         self.open.wait(10)
         return Score(name=self.name, value=0.5)
 
@@ -198,6 +206,7 @@ class Judge:
         self.calls = 0
 
     async def aevaluate(self, turn: RagTurn) -> Score:
+        """Score the turn after a delay, reporting token usage."""
         self.calls += 1
         self.running += 1
         self.peak = max(self.peak, self.running)

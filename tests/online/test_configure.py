@@ -16,6 +16,7 @@ pytestmark = pytest.mark.usefixtures("online_cleanup")
 
 
 def _configure(telemetry: Telemetry, **options: Any) -> Any:
+    """configure() on the test's providers (integrations off unless asked)."""
     options.setdefault("instrument", False)
     return groundwire.configure(
         tracer_provider=telemetry.tracer_provider,

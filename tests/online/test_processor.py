@@ -15,6 +15,7 @@ pytestmark = pytest.mark.usefixtures("online_cleanup")
 
 
 def _configure(telemetry: Telemetry, **options: object) -> groundwire._configure.OnlineEvaluation:
+    """configure() on the test's providers, integrations off."""
     return groundwire.configure(
         tracer_provider=telemetry.tracer_provider,
         meter_provider=telemetry.meter_provider,
@@ -110,6 +111,7 @@ class SeenAnswer:
         self.answers: list[str] = []
 
     def evaluate(self, turn: RagTurn) -> Score:
+        """Remember the answer; 1 when it holds the hidden word."""
         self.answers.append(turn.answer)
         return Score(name=self.name, value=1.0 if "secret" in turn.answer else 0.0)
 

@@ -38,6 +38,7 @@ def test_prometheus_endpoint_serves_scores_with_explicit_buckets() -> None:
     lines = [line for line in done.stdout.splitlines() if not line.startswith("#")]
 
     def sample(prefix: str, *labels: str) -> float:
+        """The value of the one sample line starting with `prefix` and holding `labels`."""
         (line,) = [
             line for line in lines if line.startswith(prefix) and all(x in line for x in labels)
         ]

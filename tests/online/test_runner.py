@@ -101,6 +101,7 @@ class SlowJudge(Judge):
     name = "slow_judge"
 
     async def aevaluate(self, turn: RagTurn) -> Score:
+        """Sleep past any reasonable timeout."""
         await asyncio.sleep(30)
         return await super().aevaluate(turn)
 
@@ -176,6 +177,7 @@ def test_shutdown_drains_queued_work_within_its_deadline(emitter: Emitter) -> No
 
 
 def _random_turn() -> RagTurn:
+    """A turn in a random trace."""
     return RagTurn(
         query="q", contexts=["c"], answer="a", trace_id=secrets.token_hex(16), span_id="1" * 16
     )
@@ -230,6 +232,7 @@ def test_turn_filter_samples_out_rejected_turns_and_counts_a_raising_filter(
     """Turns the filter rejects are sampled out; a filter that raises marks the turn errored."""
 
     def only_even(turn: RagTurn) -> bool:
+        """Keep even-numbered turns; raise on turn 7."""
         number = int(turn.query.split()[1])
         if number == 7:
             raise ValueError("bad filter")
@@ -323,6 +326,7 @@ def test_ten_thousand_turns_run_in_bounded_memory() -> None:
     turns = [make_turn(i) for i in range(500)]
 
     def run_batch() -> None:
+        """Submit the 500 turns and wait for them."""
         for turn in turns:
             runner.submit(turn)
         assert runner.force_flush(30)

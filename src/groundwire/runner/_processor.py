@@ -35,6 +35,7 @@ logger = logging.getLogger("groundwire.runner")
 
 _MAX_PENDING_INLINE = 10_000
 _FEED_INTERVAL_S = 0.01
+_MAX_DAMAGED_TRACES = 10_000
 _LEAF_KINDS = frozenset(
     {
         semconv.SPAN_KIND_RETRIEVER,
@@ -80,6 +81,8 @@ class EvaluationSpanProcessor(SpanProcessor):
         self._max_pending_spans = max_pending_spans
         self._dropped_spans = 0
         self._drop_lock = threading.Lock()
+        self._damaged: OrderedDict[int, None] = OrderedDict()
+        """Traces that lost a span to a full hand-off queue (bounded)."""
         self._feed_lock = threading.Lock()
         self._stop = threading.Event()
         self.shutdown_timeout_s = shutdown_timeout_s
@@ -107,10 +110,16 @@ class EvaluationSpanProcessor(SpanProcessor):
             return
         if self._closed or self._is_ours(span):
             return
+        context = span.context
+        trace_id = context.trace_id if context is not None else 0
         with self._drop_lock:
             self._dropped_spans += 1
+            self._damaged[trace_id] = None
+            while len(self._damaged) > _MAX_DAMAGED_TRACES:
+                self._damaged.popitem(last=False)
         if _is_local_root(span):
-            context = span.context
+            with self._drop_lock:
+                self._damaged.pop(trace_id, None)
             key = format(context.span_id, "016x") if context is not None else ""
             with self._inline_lock:
                 kept = self._inline_scores.pop(key, None)
@@ -189,6 +198,8 @@ class EvaluationSpanProcessor(SpanProcessor):
             return
         try:
             turns = self._assembler.add(SpanRecord.from_readable(span))
+            if _is_local_root(span) and self._damaged:
+                self._settle_damaged(span, bool(turns))
             if not turns:
                 return
             with self._inline_lock:
@@ -203,6 +214,15 @@ class EvaluationSpanProcessor(SpanProcessor):
                 self.runner.submit(turn, result)
         except Exception:
             logger.exception("could not assemble turns from an ended span")
+
+    def _settle_damaged(self, root: ReadableSpan, assembled: bool) -> None:
+        """A trace that lost spans to a full hand-off queue and then gave no turn: count the
+        turn it probably was as dropped (never lose one silently)."""
+        trace_id = root.context.trace_id if root.context is not None else 0
+        with self._drop_lock:
+            damaged = self._damaged.pop(trace_id, False) is None
+        if damaged and not assembled:
+            self.runner.count_dropped_turn()
 
     @property
     def dropped_spans(self) -> int:
