@@ -98,8 +98,9 @@ def run_demo(
 
     `questions` is how many of the bundled questions to ask (1 to `len(QUESTIONS)`);
     `stand_in` forces the offline stand-in model even when a real model is configured.
-    Raises `DemoError` when the LangChain integration is missing or the app's model fails
-    (online evaluation is shut down first), ValueError for a bad `questions`.
+    Raises `DemoError` when the LangChain integration is missing, `out_dir` cannot be created or
+    the app's model fails (online evaluation is shut down first), ValueError for a bad
+    `questions`.
     """
     from groundwire.demo._standin import OfflineStandInChatModel
     from groundwire.demo.app import QUESTIONS, build_chain, choose_model
@@ -113,7 +114,10 @@ def run_demo(
     step = on_step or (lambda message: None)
     started = time.perf_counter()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise DemoError(f"cannot use {out} as the output directory: {error}") from error
     trace_path, report_path, scores_path = out / TRACE_FILE, out / REPORT_FILE, out / SCORES_FILE
     trace_path.unlink(missing_ok=True)  # the file exporter appends
     asked = list(QUESTIONS[:questions])
