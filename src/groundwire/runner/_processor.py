@@ -35,6 +35,7 @@ logger = logging.getLogger("groundwire.runner")
 
 _MAX_PENDING_INLINE = 10_000
 _FEED_INTERVAL_S = 0.01
+_FEED_IDLE_INTERVAL_S = 0.2
 _MAX_DAMAGED_TRACES = 10_000
 _LEAF_KINDS = frozenset(
     {
@@ -177,10 +178,14 @@ class EvaluationSpanProcessor(SpanProcessor):
     # --- the feeder thread -----------------------------------------------------------------------
 
     def _feed(self) -> None:
-        """The feeder thread: drain the hand-off queue every few milliseconds."""
+        """The feeder thread: drain the hand-off queue every 10 ms while spans arrive, backing
+        off to every 200 ms when idle (the app's thread never has to wake it)."""
         background_thread_setup()
-        while not self._stop.wait(_FEED_INTERVAL_S):
+        interval = _FEED_INTERVAL_S
+        while not self._stop.wait(interval):
+            busy = bool(self._spans)
             self.drain()
+            interval = _FEED_INTERVAL_S if busy else min(interval * 2, _FEED_IDLE_INTERVAL_S)
 
     def drain(self) -> None:
         """Assemble every span waiting in the hand-off queue and submit the turns they complete."""
