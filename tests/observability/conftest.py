@@ -31,9 +31,10 @@ def _install_prometheus() -> str | None:
     if os.geteuid() != 0:
         return "Prometheus is not installed and installing it needs root (apt-get)"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    wait_for_lock = ["-o", "DPkg::Lock::Timeout=120"]  # another install may hold the lock
     for command in (
-        ["apt-get", "update"],
-        ["apt-get", "install", "-y", "--no-install-recommends", "prometheus"],
+        ["apt-get", *wait_for_lock, "update"],
+        ["apt-get", *wait_for_lock, "install", "-y", "--no-install-recommends", "prometheus"],
     ):
         done = subprocess.run(
             command, env=env, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S

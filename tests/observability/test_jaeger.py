@@ -35,6 +35,9 @@ from groundwire.offline.readers import spans_from_jaeger_trace
 from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor, RunnerConfig
 from tests.observability.metrics_app import BAD, DOCUMENTS, GOOD, SERVICE, Flaky, record_turn
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+"""Slow: the npm install runs in the first test."""
+
 HERE = Path(__file__).parent
 NPM_PACKAGES = ("@opentelemetry/exporter-jaeger@2.11.0", "@opentelemetry/api@1")
 _TAG_TYPES = {"STRING": "string", "DOUBLE": "float64", "BOOL": "bool", "LONG": "int64"}

@@ -39,6 +39,9 @@ from tests.observability.conftest import (
 )
 from tests.observability.metrics_app import JUDGE_MODEL
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+"""Slow: Prometheus (maybe installed by apt-get first) and the app start in the first test."""
+
 SERVICE = "rag-app"
 READY_DEADLINE_S = 60.0
 WINDOW = "1m"

@@ -11,9 +11,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from groundwire import semconv
 from groundwire.testing import OtlpHttpReceiver
 from tests.observability.conftest import EXAMPLE, ROOT
+
+pytestmark = pytest.mark.slow
 
 
 def test_sample_app_sends_turns_scores_and_metrics_over_otlp() -> None:
