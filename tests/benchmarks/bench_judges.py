@@ -53,6 +53,7 @@ CONTEXT = (
 
 
 def _turns(count: int) -> Iterator[RagTurn]:
+    """`count` distinct turns (distinct answers, so no cache could help)."""
     for i in range(count):
         answer = f"The Eiffel Tower (turn {i}) is in Paris and was completed in 1889."
         yield RagTurn(query=f"Where is the tower? ({i})", contexts=[CONTEXT], answer=answer)
@@ -92,6 +93,7 @@ def _server(delay_s: float) -> Iterator[tuple[str, dict[str, int]]]:
 
 
 def _evaluator(base_url: str) -> ResponseGroundedness:
+    """A groundedness evaluator with the benchmark's judge config (limit 16, cache off)."""
     config = JudgeConfig(
         model="bench",
         base_url=base_url,
@@ -250,6 +252,7 @@ def main() -> None:
 
 
 def _markdown(r: dict[str, Any]) -> str:
+    """The results page."""
     measures = [
         (f"groundwire turns/s ({r['turns']:,} turns)", f"{r['ours_turns_per_s']:.1f}"),
         ("**groundwire vs ideal** (target >= 0.90)", f"**{r['ours_vs_ideal']:.3f}**"),

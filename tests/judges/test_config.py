@@ -103,3 +103,24 @@ def test_data_block_rejects_unknown_tag() -> None:
     """Only registered delimiter tags may be used (so neutralise covers them)."""
     with pytest.raises(ValueError, match="not a registered delimiter"):
         data_block("question", "x")
+
+
+def test_equal_configs_share_one_client() -> None:
+    """Evaluators with equal judge options share one client (one limit, one memory cache)."""
+    from groundwire.evaluators import CitationSupport, ResponseGroundedness
+
+    options = {"model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    grounded, cited = ResponseGroundedness(**options), CitationSupport(**options)
+    assert grounded.judge is not None and grounded.judge is cited.judge
+    assert ResponseGroundedness(model="other", base_url="http://127.0.0.1:9/v1").judge is not (
+        grounded.judge
+    )
+
+
+def test_client_and_options_together_rejected() -> None:
+    """Passing a ready client and judge options at once is ambiguous, so it is an error."""
+    from groundwire.judges import JudgeClient, resolve_judge
+
+    client = JudgeClient(JudgeConfig(model="m"))
+    with pytest.raises(TypeError, match="not both"):
+        resolve_judge(client, model="x")

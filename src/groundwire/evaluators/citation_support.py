@@ -83,6 +83,7 @@ class Citation:
 
 
 def _markers(claim: str, contexts: Sequence[str], index_base: int) -> list[Citation]:
+    """Citations from `[n]`, `[n, m]` and `[^n]` markers."""
     citations: list[Citation] = []
     for match in _MARKER.finditer(claim):
         for number in _NUMBER.findall(match.group(1)):
@@ -98,6 +99,7 @@ def _markers(claim: str, contexts: Sequence[str], index_base: int) -> list[Citat
 def _quotes(
     claim: str, contexts: Sequence[str], style: QuoteStyle, min_words: int
 ) -> list[Citation]:
+    """Citations from quoted text, located with `verify_quotes` (no embeddings)."""
     quotes = [quote.text for quote in find_quotes(claim, style=style, min_len=min_words)]
     if not quotes:
         return []
@@ -141,6 +143,7 @@ def has_citations(
 
 
 def _label(value: float) -> str:
+    """The score label for a value."""
     if value >= 1.0:
         return "supported"
     return "unsupported" if value <= 0.0 else "partially_supported"
@@ -238,6 +241,7 @@ class CitationSupport:
     async def _audit(
         self, judge: JudgeClient, claim: str, citation: Citation
     ) -> CitationVerdict | JudgeError:
+        """Audit one pair (an unresolved citation is not supported, no call); errors returned."""
         if citation.problem is not None:
             return CitationVerdict(
                 verdict="not_supported",
@@ -264,6 +268,7 @@ class CitationSupport:
         audits: list[CitationVerdict | JudgeError],
         usage: Usage,
     ) -> Score:
+        """Per-claim verdicts (best of its pairs), shares, and the score."""
         pairs: list[dict[str, Any]] = []
         claim_rows: list[dict[str, Any]] = []
         errors: list[str] = []

@@ -43,6 +43,7 @@ _Outcome = Asked[GroundednessRating]
 
 
 def _label(value: float) -> str:
+    """The score label for a value."""
     if value >= 1.0:
         return "grounded"
     return "ungrounded" if value <= 0.0 else "partially_grounded"
@@ -106,6 +107,7 @@ class ResponseGroundedness:
         )
 
     def _combine(self, judge: JudgeClient, outcomes: list[_Outcome]) -> Score:
+        """Mean of the valid ratings / 2, with the fallback and error rules, and details."""
         ratings = [o.value.rating if o.value is not None else None for o in outcomes]
         valid = [r / 2 for r in ratings if r is not None]
         usage = sum((o.usage for o in outcomes), Usage())

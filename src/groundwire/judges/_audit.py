@@ -73,6 +73,7 @@ class CitationVerdict:
 
 
 def _normalise(text: str) -> str:
+    """Collapse runs of whitespace to one space and strip."""
     return " ".join(text.split())
 
 
@@ -83,6 +84,7 @@ def phrase_in_span(phrase: str, span: str) -> bool:
 
 
 def _checked(reply: AuditReply, span: str, usage: Usage) -> CitationVerdict:
+    """Apply the phrase-in-span check to one judge reply (capping the verdict if needed)."""
     phrase = restore(reply.supporting_phrase)
     found = phrase_in_span(phrase, span)
     verdict: Verdict = reply.verdict

@@ -134,6 +134,7 @@ def _schema_for(response_model: type[M]) -> type[M]:
 
 
 def _build_cache(config: JudgeConfig) -> ResponseCache | None:
+    """The cache the config asks for (None when off)."""
     if config.cache == "off":
         return None
     if config.cache == "disk":
@@ -142,6 +143,7 @@ def _build_cache(config: JudgeConfig) -> ResponseCache | None:
 
 
 def _describe(error: BaseException) -> str:
+    """`Type: message`, as errors are recorded in scores."""
     return f"{type(error).__name__}: {error}"
 
 
@@ -171,6 +173,7 @@ class JudgeClient:
         return self.config.model
 
     async def _state(self) -> _LoopState:
+        """This loop's clients and limit, created (and tied to the loop's shutdown) on first use."""
         loop = asyncio.get_running_loop()
         with self._lock:
             state = self._states.get(loop)

@@ -36,6 +36,7 @@ NOT_CONFIGURED_MESSAGE = (
 
 
 def _positive(name: str, value: float, *, allow_zero: bool = False) -> None:
+    """Reject a non-number, NaN or negative (or zero unless allowed) option, naming it."""
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         raise ValueError(f"JudgeConfig.{name} must be a number, got {value!r}")
     if value < 0 or (value == 0 and not allow_zero):
@@ -70,6 +71,7 @@ class JudgeConfig:
     mode: JudgeMode = "tools"
 
     def __post_init__(self) -> None:
+        """Validate every option; errors name the option."""
         if not isinstance(self.model, str) or not self.model.strip():
             raise ValueError(f"JudgeConfig.model must be a non-empty string, got {self.model!r}")
         _positive("timeout_s", self.timeout_s)
@@ -132,10 +134,12 @@ class JudgeConfig:
 
 
 def _text(variable: str, raw: str) -> str:
+    """A text variable, as is."""
     return raw
 
 
 def _float(variable: str, raw: str) -> float:
+    """A number variable; the error names the variable."""
     try:
         return float(raw)
     except ValueError:
@@ -143,6 +147,7 @@ def _float(variable: str, raw: str) -> float:
 
 
 def _int(variable: str, raw: str) -> int:
+    """An integer variable; the error names the variable."""
     try:
         return int(raw)
     except ValueError:
@@ -152,7 +157,10 @@ def _int(variable: str, raw: str) -> int:
 
 
 def _choice(choices: tuple[str, ...]) -> Any:
+    """A parser accepting one of `choices` (case-insensitive)."""
+
     def parse(variable: str, raw: str) -> str:
+        """The lower-cased value, if allowed."""
         value = raw.lower()
         if value not in choices:
             raise ValueError(

@@ -133,6 +133,7 @@ ReplySource: TypeAlias = Reply | Callable[[Any], Reply]
 
 
 def _tool_call(name: str, arguments: Any) -> dict[str, Any]:
+    """One `tool_calls` entry of an assistant message."""
     encoded = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {
         "id": f"call_{next(_ids)}",
@@ -155,6 +156,7 @@ def structured(
     """
 
     def build(request: Any) -> Reply:
+        """The reply in the shape this request asked for."""
         tools = request.get("tools") if isinstance(request, dict) else None
         if tools:
             name = tools[0].get("function", {}).get("name", "tool")
@@ -196,6 +198,8 @@ _NOT_FOUND = Reply.error(404, "only POST /v1/chat/completions is served")
 
 
 class _Handler(BaseHTTPRequestHandler):
+    """Serves one connection: records each request and answers from the owner's script."""
+
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # else each small reply waits ~40 ms for a delayed ACK
     server: _Server
@@ -233,6 +237,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(_NOT_FOUND, self.server.owner._stopping)
 
     def _send(self, reply: Reply, stopping: threading.Event) -> None:
+        """Wait out the reply's delay (unless stopping), then send it; a vanished client is fine."""
         if reply.delay_s > 0 and stopping.wait(reply.delay_s):
             self.close_connection = True
             return
@@ -258,6 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    """A threaded HTTP server that knows its `OpenAIServer`."""
+
     daemon_threads = True
     block_on_close = False
     request_queue_size = 256  # the default listen backlog of 5 refuses bursts of connections
@@ -384,21 +391,25 @@ class OpenAIServer:
     # --- used by the handler ------------------------------------------------------------------
 
     def _record(self, request: RecordedRequest) -> None:
+        """Count the request and keep it unless recording is off."""
         with self._lock:
             self.request_count += 1
             if self.record_requests:
                 self._requests.append(request)
 
     def _enter(self) -> None:
+        """Note one more request being answered."""
         with self._lock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     def _leave(self) -> None:
+        """Note one request answered."""
         with self._lock:
             self.in_flight -= 1
 
     def _next_reply(self, request_json: Any) -> Reply:
+        """The next scripted reply: the queue, then the default, else a 500 naming the problem."""
         with self._lock:
             source = self._queue.popleft() if self._queue else self._default
         if source is None:
