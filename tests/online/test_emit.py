@@ -154,3 +154,22 @@ def test_from_otlp_json_names_what_is_malformed() -> None:
         from_otlp_json("{not json", ExportTraceServiceRequest())
     with pytest.raises(ValueError, match="ExportTraceServiceRequest"):
         from_otlp_json('{"resourceSpans": 5}', ExportTraceServiceRequest())
+
+
+def test_scores_written_to_an_ended_span_take_the_next_free_indexes(
+    telemetry: Telemetry,
+) -> None:
+    """write_scores on an SDK span already ended keeps existing evaluations and appends events."""
+    from groundwire.runner import write_scores
+
+    span = telemetry.tracer.start_span("rag", attributes={"evaluations.0.evaluation.name": "old"})
+    span.end()
+    assert not span.is_recording()
+    assert write_scores(span, [Score(name="a", value=0.5), Score(name="b", value=1.0)])  # type: ignore[arg-type]
+    attributes = dict(span.attributes or {})  # type: ignore[attr-defined]
+    assert attributes["evaluations.0.evaluation.name"] == "old"
+    assert attributes["evaluations.1.evaluation.name"] == "a"
+    assert attributes["evaluations.2.evaluation.score"] == 1.0
+    events = span.events  # type: ignore[attr-defined]
+    assert [e.attributes[semconv.GEN_AI_EVALUATION_NAME] for e in events] == ["a", "b"]
+    assert all(e.timestamp == span.end_time for e in events)  # type: ignore[attr-defined]
