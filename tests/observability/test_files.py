@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import urllib.parse
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +271,44 @@ def test_grafana_datasources_point_at_the_compose_services() -> None:
     assert sources["prometheus"]["url"] == "http://prometheus:9090"
     assert sources["prometheus"]["isDefault"] is True
     assert sources["jaeger"]["url"] == "http://jaeger:16686"
+
+
+COMPOSE_SPEC_WHEEL = "docker-compose==1.29.2"
+"""The last Python Compose: it ships the Compose Specification's JSON schema (2021)."""
+
+
+@pytest.fixture(scope="session")
+def compose_schema(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The Compose Specification JSON schema, taken from the docker-compose wheel on PyPI."""
+    pytest.importorskip("jsonschema")
+    folder = tmp_path_factory.mktemp("compose-spec")
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder)]
+    done = subprocess.run(
+        [*pip, COMPOSE_SPEC_WHEEL],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot download {COMPOSE_SPEC_WHEEL} for its schema: {done.stderr[-500:]}")
+    (wheel,) = folder.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        schema: dict[str, Any] = json.loads(archive.read("compose/config/compose_spec.json"))
+    return schema
+
+
+@pytest.mark.parametrize("name", ["compose.yaml", "compose.loadbalancing.yaml"])
+def test_compose_files_follow_the_compose_specification(
+    compose_schema: dict[str, Any], name: str
+) -> None:
+    """Both compose files validate against the Compose Specification schema.
+
+    The top-level `name` postdates that schema (2021) and is checked on its own.
+    """
+    import jsonschema
+
+    document = _yaml(name)
+    project = document.pop("name", "groundwire-observability")
+    assert re.fullmatch(r"[a-z0-9][a-z0-9_-]*", project), "compose project names are lower-case"
+    errors = [e.message for e in jsonschema.Draft7Validator(compose_schema).iter_errors(document)]
+    assert not errors, errors
