@@ -43,7 +43,7 @@ EVALUATORS = ["quoted_spans", "quote_verification"]
 
 
 def record(path: Path) -> None:
-    """Run the demo app on six questions with tracing only, writing OTLP/JSON lines to `path`."""
+    """Run the demo app on four questions with tracing only, writing OTLP/JSON lines to `path`."""
     path.unlink(missing_ok=True)
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(JsonLinesSpanExporter(path)))
@@ -51,7 +51,7 @@ def record(path: Path) -> None:
     instrumentor.instrument(tracer_provider=provider)
     try:
         chain = build_chain(OfflineStandInChatModel(seed=2))
-        for question in QUESTIONS[:6]:
+        for question in QUESTIONS[:4]:
             chain.invoke(question)
     finally:
         instrumentor.uninstrument()
@@ -74,7 +74,7 @@ def main(paths: list[Path]) -> None:
     if not paths:
         paths = [OUT / "traces.jsonl"]
         record(paths[0])
-        print(f"recorded 6 traced questions to {paths[0]}")
+        print(f"recorded 4 traced questions to {paths[0]}")
 
     with OtlpHttpReceiver() as collector:
         summary = rescore(paths, EVALUATORS, OUT / "scores.jsonl", export_otlp=collector.endpoint)

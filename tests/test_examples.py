@@ -118,13 +118,13 @@ def test_rescore_trace_file_writes_results_and_exports_under_the_turns(
 ) -> None:
     """The recorded file re-scores to .jsonl and .html; evaluation spans hang under the turns."""
     run = ok(runs, "rescore_trace_file")
-    assert "54 spans, 6 traces, 6 turns" in run.text
-    assert "scored 6 turns" in run.text
-    assert "mean quoted_spans: 0.400" in run.text and "mean quote_verification: 0.800" in run.text
+    assert "36 spans, 4 traces, 4 turns" in run.text
+    assert "scored 4 turns" in run.text
+    assert "mean quoted_spans: 0.500" in run.text and "mean quote_verification: 0.750" in run.text
     assert "1 turn(s) quote something their sources do not say" in run.text
-    assert "exported 6 evaluation spans; 6 hang under original turn spans" in run.text
+    assert "exported 4 evaluation spans; 4 hang under original turn spans" in run.text
     out = run.cwd / "groundwire-out" / "rescore-example"
-    assert len((out / "scores.jsonl").read_text().splitlines()) == 6
+    assert len((out / "scores.jsonl").read_text().splitlines()) == 4
     assert "a fine of one dollar a day" in (out / "report.html").read_text(encoding="utf-8")
 
 
