@@ -180,6 +180,13 @@ def demo_command(
             highlight=False,
         )
     console.print(_table(run))
+    if not run.results:
+        console.print(
+            "[yellow]the trace file holds no turn that can be re-scored[/]: the spans keep no "
+            "text when GROUNDWIRE_HIDE_INPUTS / _OUTPUTS / _DOCUMENT_TEXT is set (online scores "
+            "were computed from the live data all the same)",
+            highlight=False,
+        )
     for line in _flags(run):
         console.print(line, highlight=False)
     stats = run.online_stats

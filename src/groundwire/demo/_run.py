@@ -18,12 +18,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+from groundwire.demo._questions import QUESTIONS
 from groundwire.demo._trace_file import OnlineResults, read_online_results
 from groundwire.offline import RescoreSummary, TurnResult, rescore
 from groundwire.offline.writers import open_writer
 from groundwire.runner import RunnerStats
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 __all__ = [
     "DEFAULT_OUT",
@@ -82,9 +86,66 @@ def _require_langchain_integration() -> None:
 
 
 def _in_question_order(results: list[TurnResult], questions: Sequence[str]) -> list[TurnResult]:
-    """The results of the questions asked, in the order they were asked."""
-    by_query = {result.turn.query: result for result in results}
-    return [by_query[question] for question in questions if question in by_query]
+    """The results in the order the questions were asked (file order for unmatched queries).
+
+    A turn's query is missing when the environment hides inputs (`GROUNDWIRE_HIDE_INPUTS`).
+    """
+    rank = {question: index for index, question in enumerate(questions)}
+    return sorted(results, key=lambda result: rank.get(result.turn.query or "", len(rank)))
+
+
+def _answer_online(
+    model: BaseChatModel,
+    label: str,
+    questions: Sequence[str],
+    trace_path: Path,
+    drain_s: float,
+    step: Callable[[str], None],
+) -> tuple[list[str], RunnerStats]:
+    """Ask the questions with online evaluation configured; the answers and the runner's counts."""
+    import groundwire
+    from groundwire.demo.app import build_chain
+
+    online = groundwire.configure(
+        service_name="groundwire-demo",
+        evaluators=list(DEMO_EVALUATORS),
+        inline=list(INLINE_EVALUATORS),
+        exporter="file",
+        output_path=trace_path,
+        instrument=["langchain"],
+    )
+    try:
+        if "langchain" not in online.instrumented:
+            raise DemoError("groundwire.configure() could not instrument LangChain")
+        chain = build_chain(model)
+        answers: list[str] = []
+        for index, question in enumerate(questions, 1):
+            step(f"question {index}/{len(questions)}: {question}")
+            try:
+                answers.append(chain.invoke(question))
+            except Exception as error:
+                raise DemoError(
+                    f"the app's model ({label}) failed on question {index} "
+                    f"({type(error).__name__}): {error}"
+                ) from error
+        online.force_flush(drain_s)
+        return answers, online.stats()
+    finally:
+        groundwire.shutdown(drain_s)
+
+
+def _rescore_offline(
+    trace_path: Path, questions: Sequence[str], outputs: Sequence[Path]
+) -> tuple[RescoreSummary, list[TurnResult]]:
+    """Re-score the trace file once and write the results to each output file."""
+    summary = rescore([trace_path], list(DEMO_EVALUATORS), None)
+    results = _in_question_order(summary.results or [], questions)
+    for path in outputs:
+        writer = open_writer(path, summary.evaluators)
+        for result in results:
+            writer.write(result)
+        writer.close()
+    return summary, results
 
 
 def run_demo(
@@ -102,13 +163,11 @@ def run_demo(
     the app's model fails (online evaluation is shut down first), ValueError for a bad
     `questions`.
     """
-    from groundwire.demo._standin import OfflineStandInChatModel
-    from groundwire.demo.app import QUESTIONS, build_chain, choose_model
-
     if isinstance(questions, bool) or not 1 <= questions <= len(QUESTIONS):
         raise ValueError(f"questions must be between 1 and {len(QUESTIONS)}, got {questions!r}")
     _require_langchain_integration()
-    import groundwire
+    from groundwire.demo._standin import OfflineStandInChatModel
+    from groundwire.demo.app import choose_model
     from groundwire.judges import JudgeConfig
 
     step = on_step or (lambda message: None)
@@ -125,42 +184,10 @@ def run_demo(
     judge_configured = JudgeConfig.from_env() is not None
     drain_s = 120.0 if judge_configured else 30.0
 
-    online = groundwire.configure(
-        service_name="groundwire-demo",
-        evaluators=list(DEMO_EVALUATORS),
-        inline=list(INLINE_EVALUATORS),
-        exporter="file",
-        output_path=trace_path,
-        instrument=["langchain"],
-    )
-    try:
-        if "langchain" not in online.instrumented:
-            raise DemoError("groundwire.configure() could not instrument LangChain")
-        chain = build_chain(model)
-        answers: list[str] = []
-        for index, question in enumerate(asked, 1):
-            step(f"question {index}/{len(asked)}: {question}")
-            try:
-                answers.append(chain.invoke(question))
-            except Exception as error:
-                raise DemoError(
-                    f"the app's model ({label}) failed on question {index} "
-                    f"({type(error).__name__}): {error}"
-                ) from error
-        online.force_flush(drain_s)
-        online_stats = online.stats()
-    finally:
-        groundwire.shutdown(drain_s)
+    answers, online_stats = _answer_online(model, label, asked, trace_path, drain_s, step)
     online_results = read_online_results(trace_path)
-
     step(f"re-scoring {trace_path} offline")
-    summary = rescore([trace_path], list(DEMO_EVALUATORS), None)
-    results = _in_question_order(summary.results or [], asked)
-    for path in (report_path, scores_path):
-        writer = open_writer(path, summary.evaluators)
-        for result in results:
-            writer.write(result)
-        writer.close()
+    summary, results = _rescore_offline(trace_path, asked, (report_path, scores_path))
     return DemoRun(
         model=label,
         stand_in=isinstance(model, OfflineStandInChatModel),
