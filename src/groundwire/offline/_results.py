@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from groundwire._types import RagTurn, Score
 
-__all__ = ["TurnResult", "json_safe", "score_value"]
+__all__ = ["TurnResult", "dumps_strict", "json_safe", "score_value"]
 
 
 def json_safe(value: Any) -> Any:
@@ -22,6 +23,17 @@ def json_safe(value: Any) -> Any:
     if value is None or isinstance(value, str | int | bool):
         return value
     return str(value)
+
+
+def dumps_strict(value: Any) -> str:
+    """Strict JSON text for `value` (NaN and infinities as null, unknown types as strings).
+
+    The common case (nothing to fix) is one `json.dumps`; only a value it rejects is cleaned.
+    """
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError):
+        return json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False)
 
 
 def score_value(score: Score | None) -> float | None:
@@ -69,11 +81,14 @@ class TurnResult:
         return out
 
     def to_record(self) -> dict[str, Any]:
-        """The output record: trace_id, span_id, query, scores (name -> value or null), details."""
+        """The output record: trace_id, span_id, query, scores (name -> value or null), details.
+
+        Details are the evaluators' own; write them with `dumps_strict` (NaN becomes null).
+        """
         return {
             "trace_id": self.turn.trace_id,
             "span_id": self.turn.span_id,
             "query": self.turn.query,
             "scores": self.values(),
-            "details": json_safe(self.details()),
+            "details": self.details(),
         }

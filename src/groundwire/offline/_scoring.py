@@ -12,10 +12,11 @@ Ctrl-C reaches only the parent, which stops cleanly.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import threading
 from collections.abc import Coroutine, Sequence
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from groundwire._evaluate import EvaluatorSpec
 from groundwire._evaluator import (
@@ -95,10 +96,26 @@ def score_chunk(
     return results
 
 
-def init_worker(spec: EvaluatorSpec | Sequence[Any], concurrency: int) -> None:
-    """Worker-process initialiser: ignore SIGINT and build the evaluators once."""
+THREAD_VARIABLES: Final = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+"""Thread-pool sizes of numpy's BLAS and friends, read when those libraries load."""
+
+
+def init_worker(spec: EvaluatorSpec | Sequence[Any], concurrency: int, threads: int = 1) -> None:
+    """Worker-process initialiser: ignore SIGINT, size native thread pools, build the evaluators.
+
+    Each worker's BLAS gets `threads` threads (unless the user set the variables), so N workers
+    do not oversubscribe the cores; numpy must not be imported before this runs.
+    """
     global _worker_concurrency
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(threads))
     _worker_evaluators[:] = resolve_evaluators(spec)
     _worker_concurrency = concurrency
 

@@ -195,12 +195,9 @@ def _chunks(turns: Iterator[RagTurn], size: int, stop: StopFlag) -> Iterator[lis
         yield chunk
 
 
-_PRELOAD: Final = (
-    "groundwire.offline._scoring",
-    "groundwire.evaluators.quoted_spans",
-    "groundwire.evaluators.quote_verification",
-)
-"""Imported once by the fork server, so each worker starts without importing them again."""
+_PRELOAD: Final = ("groundwire.offline._scoring", "groundwire.evaluators.quoted_spans")
+"""Imported once by the fork server, so each worker starts without importing them again. Nothing
+that loads numpy: each worker sizes numpy's thread pool first (`init_worker`)."""
 
 
 def _pool_context() -> BaseContext:
@@ -235,7 +232,7 @@ def _score_local(
         max_workers=workers,
         mp_context=_pool_context(),
         initializer=init_worker,
-        initargs=(spec, concurrency),
+        initargs=(spec, concurrency, max(1, (os.cpu_count() or 1) // workers)),
     )
     pending: deque[Future[list[TurnResult]]] = deque()
     try:
@@ -289,7 +286,7 @@ def rescore(
         raise ValueError("rescore needs at least one trace file")
     missing = [os.fspath(p) for p in path_list if not Path(p).is_file()]
     if missing:
-        raise FileNotFoundError(f"trace file(s) not found: {', '.join(missing)}")
+        raise FileNotFoundError(f"not a trace file (missing, or a folder): {', '.join(missing)}")
     if engine not in ("local", "ray"):
         raise ValueError(f"engine must be 'local' or 'ray', got {engine!r}")
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:

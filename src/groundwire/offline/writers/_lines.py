@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from groundwire.offline._results import TurnResult, json_safe
+from groundwire.offline._results import TurnResult, dumps_strict
 
 __all__ = ["CsvWriter", "JsonLinesWriter", "csv_header", "details_json"]
 
@@ -23,7 +22,7 @@ class _LineFile:
 
     def __init__(self, path: Path, *, append: bool) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] = path.open("a" if append else "w", encoding="utf-8", newline="")
+        self._file: IO[bytes] = path.open("ab" if append else "wb")
         self._good = self._file.tell()
         self._since_flush = 0
 
@@ -33,9 +32,10 @@ class _LineFile:
         return self._good == 0
 
     def line(self, text: str) -> None:
-        """Write one whole line and remember the offset after it."""
-        self._file.write(text)
-        self._good = self._file.tell()
+        """Write one whole line (UTF-8) and remember the offset after it."""
+        data = text.encode("utf-8")
+        self._file.write(data)
+        self._good += len(data)
         self._since_flush += 1
         if self._since_flush >= 64:
             self.flush()
@@ -63,8 +63,7 @@ class JsonLinesWriter:
 
     def write(self, result: TurnResult) -> None:
         """Append the turn's record as one line."""
-        record = result.to_record()
-        self._out.line(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+        self._out.line(dumps_strict(result.to_record()) + "\n")
 
     def flush(self) -> None:
         """Push written lines to the OS."""
@@ -85,7 +84,7 @@ def csv_header(evaluators: Sequence[str]) -> list[str]:
 
 def details_json(result: TurnResult) -> str:
     """The turn's details as compact JSON (for one spreadsheet or table cell)."""
-    return json.dumps(json_safe(result.details()), ensure_ascii=False, allow_nan=False)
+    return dumps_strict(result.details())
 
 
 class CsvWriter:
