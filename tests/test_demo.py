@@ -210,6 +210,19 @@ def test_demo_reports_a_failing_model_clearly(tmp_path: Path) -> None:
     assert (tmp_path / "traces.jsonl").is_file()  # online evaluation was shut down and flushed
 
 
+def test_demo_says_when_hidden_text_leaves_nothing_to_rescore(tmp_path: Path) -> None:
+    """With inputs hidden, turns are still scored online; the summary explains the empty table."""
+    env = clean_env(GROUNDWIRE_HIDE_INPUTS="true")
+    result = run_cli("demo", "--out", str(tmp_path), "-n", "2", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "the trace file holds no turn that can be re-scored" in text
+    assert "2 of 2 turns scored while the app ran" in text
+    spans = list(otlp_spans(tmp_path / "traces.jsonl"))
+    assert not any("input.value" in s["attrs"] for s in spans)
+    assert sum("quoted_spans" in s["evals"] for s in spans) == 2
+
+
 def test_demo_rejects_a_question_count_it_cannot_ask(tmp_path: Path) -> None:
     """--questions beyond the bundled list fails naming the option; run_demo names the bound."""
     result = run_cli("demo", "--out", str(tmp_path), "-n", "99", env=clean_env(), cwd=tmp_path)
