@@ -284,3 +284,26 @@ def test_export_otlp_over_grpc_when_the_protocol_says_so(
                 and bool(r.metric_points(semconv.METRIC_EVALUATIONS))
             )
         )
+
+
+class NanDetails:
+    """An evaluator whose details hold NaN and a tuple, which strict JSON cannot carry as is."""
+
+    name = "nan_details"
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """Score 0.5 with awkward details."""
+        return Score(name=self.name, value=0.5, details={"x": math.nan, "t": (1, 2)})
+
+
+def test_output_json_is_strict_when_details_hold_nan(traces: Path, tmp_path: Path) -> None:
+    """NaN in details is written as null (strict JSON), tuples as lists, in .jsonl and .csv."""
+    rescore(traces, [NanDetails()], tmp_path / "o.jsonl")
+    line = (tmp_path / "o.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    assert "NaN" not in line
+    record = json.loads(line)
+    assert record["details"]["nan_details"]["details"] == {"x": None, "t": [1, 2]}
+    rescore(traces, [NanDetails()], tmp_path / "o.csv")
+    with (tmp_path / "o.csv").open(newline="", encoding="utf-8") as file:
+        row = next(csv.DictReader(file))
+    assert json.loads(row["details"])["nan_details"]["details"]["x"] is None
