@@ -376,6 +376,21 @@ def test_rules_file_passes_promtool(prometheus_bin: tuple[str, str]) -> None:
     assert "SUCCESS: 6 rules found" in done.stdout + done.stderr
 
 
+def test_alerts_fire_after_their_for_with_their_annotations(
+    prometheus_bin: tuple[str, str],
+) -> None:
+    """`promtool test rules`: only the unhealthy service alerts, after `for:`, exactly annotated."""
+    tests = Path(__file__).parent / "promtool" / "groundwire-rules.test.yml"
+    done = subprocess.run(
+        [prometheus_bin[1], "test", "rules", tests.name],
+        cwd=tests.parent,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout
+
+
 def test_compose_prometheus_config_passes_promtool(
     prometheus_bin: tuple[str, str], tmp_path: Path
 ) -> None:
