@@ -74,14 +74,15 @@ def test_unknown_output_format_and_options_are_usage_errors(traces: Path, tmp_pa
 
 @pytest.mark.parametrize("bare", [True, False])
 def test_export_otlp_with_or_without_an_endpoint(traces: Path, tmp_path: Path, bare: bool) -> None:
-    """Bare --export-otlp uses OTEL_EXPORTER_OTLP_ENDPOINT; with a value, that endpoint."""
+    """Bare --export-otlp (even before a trace file) uses OTEL_EXPORTER_OTLP_ENDPOINT; with a
+    value, that endpoint."""
     with OtlpHttpReceiver() as receiver:
         out = tmp_path / "o.jsonl"
         flag = ["--export-otlp"] if bare else ["--export-otlp", receiver.endpoint]
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint if bare else "http://127.0.0.1:9"}
         result = CliRunner(env=env).invoke(
             app,
-            ["rescore", str(traces), *flag, "-e", "quoted_spans", "-o", str(out), "-q"],
+            ["rescore", *flag, str(traces), "-e", "quoted_spans", "-o", str(out), "-q"],
         )
         assert result.exit_code == 0, result.output
         assert receiver.wait_for(lambda r: len(r.spans(semconv.EVALUATION_SPAN_NAME)) >= 6)
