@@ -254,3 +254,29 @@ def test_filtered_turns_count_every_evaluator_inline_or_not(telemetry: Telemetry
     }
     rejected, kept = telemetry.finished("rag")
     assert not rejected.events and len(kept.events) == 1
+
+
+def test_openinference_llamaindex_turn_is_scored_inline_once(telemetry: Telemetry) -> None:
+    """With OpenInference's LlamaIndex spans, only the outer `query` span gets inline scores
+    (its inner `_query` span, which ends first, must not look like a turn root)."""
+    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+
+    from tests.test_assembly_llamaindex import QUESTION, build_index, engine
+
+    index = build_index()
+    instrumentor = LlamaIndexInstrumentor()
+    instrumentor.instrument(tracer_provider=telemetry.tracer_provider)
+    try:
+        online = _configure(telemetry, evaluators=[HasContext()], inline=["has_context"])
+        engine(index).query(QUESTION)
+        assert online.force_flush(5)
+    finally:
+        instrumentor.uninstrument()
+    scored = [
+        span.name
+        for span in telemetry.finished()
+        if "evaluations.0.evaluation.name" in (span.attributes or {})
+    ]
+    assert len(scored) == 1
+    (root,) = [span for span in telemetry.finished() if span.parent is None]
+    assert scored == [root.name]

@@ -50,6 +50,15 @@ _LEAF_KINDS = frozenset(
 """Span kinds that never root a turn: inline mode does not look at them."""
 
 
+class _Started:
+    """A span that started, queued in order with ended spans (used with inline evaluators)."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+
+
 def _is_local_root(span: ReadableSpan) -> bool:
     """True for the outermost span this process recorded in its trace."""
     parent = span.parent
@@ -78,7 +87,7 @@ class EvaluationSpanProcessor(SpanProcessor):
         self._inline = cast(tuple[Evaluator, ...], runner.config.inline_evaluators)
         self._inline_scores: OrderedDict[str, tuple[InlineResult, bool]] = OrderedDict()
         self._inline_lock = threading.Lock()
-        self._spans: deque[ReadableSpan] = deque()
+        self._spans: deque[ReadableSpan | _Started] = deque()
         self._max_pending_spans = max_pending_spans
         self._dropped_spans = 0
         self._drop_lock = threading.Lock()
@@ -94,7 +103,10 @@ class EvaluationSpanProcessor(SpanProcessor):
     # --- the app's thread ------------------------------------------------------------------------
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        """Nothing to do when a span starts."""
+        """With inline evaluators, note the start (one append) so that a span nested in an open
+        span of the same instrumentation is never taken for a turn root when it ends."""
+        if self._inline and not self._closed and len(self._spans) < self._max_pending_spans:
+            self._spans.append(_Started(span))
 
     @staticmethod
     def _is_ours(span: ReadableSpan) -> bool:
@@ -197,8 +209,13 @@ class EvaluationSpanProcessor(SpanProcessor):
                     return
                 self._assemble(span)
 
-    def _assemble(self, span: ReadableSpan) -> None:
+    def _assemble(self, item: ReadableSpan | _Started) -> None:
         """Feed one span to the assembler; submit the turns it completes."""
+        if isinstance(item, _Started):
+            if not self._is_ours(item.span):
+                self._assembler.start(SpanRecord.from_readable(item.span))
+            return
+        span = item
         if self._is_ours(span):
             return
         try:
