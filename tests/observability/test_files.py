@@ -141,7 +141,7 @@ def _links(title: str) -> list[dict[str, Any]]:
 
 
 def test_verdict_panel_links_to_jaeger_search_for_those_turns() -> None:
-    """The verdicts table links to a Jaeger search of evaluation spans by evaluator and label."""
+    """The verdicts panel links to a Jaeger search of evaluation spans by evaluator and label."""
     jaeger = _links("Verdicts in range (score labels)")[0]["url"]
     base, _, query = jaeger.partition("?")
     assert base == "${jaeger_url}/search"
