@@ -140,6 +140,22 @@ def _links(title: str) -> list[dict[str, Any]]:
     return links
 
 
+def test_data_links_only_use_labels_every_query_of_their_panel_keeps() -> None:
+    """A link's `${__field.labels.x}` is a legend label of each query of its (non-table) panel."""
+    linked = 0
+    for item in panels(load_dashboard()):
+        links = item["fieldConfig"]["defaults"].get("links", [])
+        used = set(re.findall(r"__field\.labels\.(\w+)", json.dumps(links)))
+        if not links:
+            continue
+        linked += 1
+        assert item["type"] != "table", item["title"]
+        for target in item["targets"]:
+            legend = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", target["legendFormat"]))
+            assert used <= legend, (item["title"], target["refId"], used - legend)
+    assert linked >= 6
+
+
 def test_verdict_panel_links_to_jaeger_search_for_those_turns() -> None:
     """The verdicts panel links to a Jaeger search of evaluation spans by evaluator and label."""
     jaeger = _links("Verdicts in range (score labels)")[0]["url"]
