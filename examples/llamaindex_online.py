@@ -122,7 +122,7 @@ def main() -> None:
     online = groundwire.configure(
         evaluators=["quoted_spans", "quote_verification"],
         inline=["quoted_spans", "quote_verification"],
-        instrument=["llama_index"],
+        instrument=["llamaindex"],
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
     )

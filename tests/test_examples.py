@@ -87,7 +87,7 @@ def test_every_example_has_a_docstring_saying_what_and_how_to_run() -> None:
 def test_langchain_online_sends_scores_to_the_collector(runs: dict[str, Run]) -> None:
     """The collector gets three scored turns; the invented quote scores 0 on both evaluators."""
     run = ok(runs, "langchain_online")
-    assert "instrumented: ['langchain']" in run.text
+    assert "instrumented: ['groundwire_langchain']" in run.text
     assert run.stdout.count("\nQ: ") == 3
     assert (
         "For how long may books be borrowed? -> quote_verification=0.0, quoted_spans=0.0"
@@ -101,7 +101,7 @@ def test_langchain_online_sends_scores_to_the_collector(runs: dict[str, Run]) ->
 def test_llamaindex_online_scores_inline_on_the_apps_providers(runs: dict[str, Run]) -> None:
     """Inline results sit on each query's span of the app's own provider; metrics on its meter."""
     run = ok(runs, "llamaindex_online")
-    assert "instrumented: ['llama_index']" in run.text
+    assert "instrumented: ['groundwire_llamaindex']" in run.text
     assert (
         "When is the main branch open? -> {'quoted_spans': 1.0, 'quote_verification': 1.0}"
         in run.text

@@ -159,6 +159,12 @@ def _is_ours(entry_point: Any) -> bool:
     return name.lower().replace("_", "-").startswith("groundwire-")
 
 
+def _names(entry_point: Any) -> set[str]:
+    """An integration's entry-point name (`groundwire_langchain`) and framework (`langchain`)."""
+    name = str(entry_point.name)
+    return {name, name.removeprefix("groundwire_")}
+
+
 def _instrument(
     selection: bool | Sequence[str], tracer_provider: Any, meter_provider: Any
 ) -> list[tuple[str, Any]]:
@@ -168,7 +174,7 @@ def _instrument(
     wanted = None if selection is True else set(selection)
     done: list[tuple[str, Any]] = []
     for entry_point in entry_points(group=_INSTRUMENTOR_GROUP):
-        if not _is_ours(entry_point) or (wanted is not None and entry_point.name not in wanted):
+        if not _is_ours(entry_point) or (wanted is not None and not _names(entry_point) & wanted):
             continue
         try:
             instrumentor = entry_point.load()()
@@ -188,7 +194,8 @@ def _instrument(
             continue
         done.append((entry_point.name, instrumentor))
     if wanted is not None:
-        missing = sorted(wanted - {name for name, _ in done})
+        found = {alias for name, _ in done for alias in (name, name.removeprefix("groundwire_"))}
+        missing = sorted(wanted - found)
         if missing:
             logger.warning("requested integrations not instrumented: %s", missing)
     return done

@@ -51,7 +51,7 @@ def test_entry_point_is_registered() -> None:
         for entry_point in importlib.metadata.entry_points(group="opentelemetry_instrumentor")
         if entry_point.value == "groundwire_langchain:LangChainInstrumentor"
     ]
-    assert [entry_point.name for entry_point in ours] == ["langchain"]
+    assert [entry_point.name for entry_point in ours] == ["groundwire_langchain"]
     assert ours[0].load() is LangChainInstrumentor
 
 
@@ -202,7 +202,7 @@ def test_opentelemetry_instrument_command(tmp_path: Path) -> None:
         "OTEL_METRICS_EXPORTER": "none",
         "OTEL_LOGS_EXPORTER": "none",
         "OTEL_SERVICE_NAME": "lc-test",
-        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "llama_index",  # saves importing LlamaIndex
+        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "llama_index,groundwire_llamaindex,langchain",
     }
     command = Path(sys.executable).parent / "opentelemetry-instrument"
     result = subprocess.run(

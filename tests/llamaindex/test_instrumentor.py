@@ -36,13 +36,14 @@ def _ours() -> tuple[int, int]:
 
 
 def test_entry_point_registered() -> None:
-    """`opentelemetry-instrument` finds the instrumentor under `llama_index`."""
+    """`opentelemetry-instrument` finds the instrumentor under `groundwire_llamaindex` (a name
+    apart from OpenInference's `llama_index`, so either can be disabled alone)."""
     (point,) = [
         ep
         for ep in entry_points(group="opentelemetry_instrumentor")
         if ep.dist is not None and ep.dist.name == "groundwire-llamaindex"
     ]
-    assert point.name == "llama_index"
+    assert point.name == "groundwire_llamaindex"
     assert point.load() is LlamaIndexInstrumentor
 
 
@@ -162,7 +163,7 @@ def test_opentelemetry_instrument_uses_global_provider(tmp_path: Path) -> None:
     app.write_text(APP)
     env = {
         **os.environ,
-        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "langchain",
+        "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "langchain,groundwire_langchain,llama_index",
     }
     command = Path(sys.executable).parent / "opentelemetry-instrument"
     done = subprocess.run(

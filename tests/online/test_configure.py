@@ -125,7 +125,7 @@ def test_langchain_app_is_instrumented_and_scored(telemetry: Telemetry) -> None:
         inline=["quoted_spans"],
         instrument=["langchain"],
     )
-    assert online.instrumented == ["langchain"]
+    assert online.instrumented == ["groundwire_langchain"]
     answer = 'The context says "Paris is the capital of France" so Paris.'
     assert rag_chain([answer]).invoke("What is the capital of France?") == answer
     assert online.force_flush(5)
@@ -154,7 +154,7 @@ def test_llamaindex_app_is_instrumented_and_scored(telemetry: Telemetry) -> None
     Settings.embed_model = MockEmbedding(embed_dim=8)
     index = build_index()
     online = _configure(telemetry, evaluators=[HasContext()], instrument=True)
-    assert sorted(online.instrumented) == ["langchain", "llama_index"]
+    assert sorted(online.instrumented) == ["groundwire_langchain", "groundwire_llamaindex"]
     engine(index).query(QUESTION)
     assert online.force_flush(5)
     assert online.stats().scored == 1

@@ -7,8 +7,8 @@ Usage::
     LlamaIndexInstrumentor().instrument()  # global tracer provider
     LlamaIndexInstrumentor().instrument(tracer_provider=provider, hide_document_text=True)
 
-or, with no code change, `opentelemetry-instrument python app.py` (entry point `llama_index` in
-the `opentelemetry_instrumentor` group).
+or, with no code change, `opentelemetry-instrument python app.py` (entry point
+`groundwire_llamaindex` in the `opentelemetry_instrumentor` group).
 
 Every query becomes a tree of spans with OpenInference and GenAI-convention attributes: the
 query engine and synthesizer (CHAIN), retriever (RETRIEVER, `retrieval {index id}`), node
