@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from groundwire._evaluator import AnyEvaluator, arun_evaluator, is_async_evaluator, run_evaluator
 from groundwire._registry import resolve_evaluators
+from groundwire._sync import run_sync
 from groundwire._types import RagTurn, Score
 
 __all__ = ["aevaluate_many", "evaluate", "evaluate_many"]
@@ -19,16 +19,6 @@ EvaluatorSpec = Sequence[str | AnyEvaluator] | Mapping[str, Mapping[str, Any]]
 """Evaluator names, instances, or a mapping of name -> constructor options."""
 
 T = TypeVar("T")
-
-
-def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from sync code, even when this thread already runs a loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 def _as_turn(turn: RagTurn | Mapping[str, Any], where: str) -> RagTurn:
@@ -62,7 +52,7 @@ def evaluate(turn: RagTurn | Mapping[str, Any], evaluators: EvaluatorSpec) -> di
     resolved = resolve_evaluators(evaluators)
     if not any(is_async_evaluator(evaluator) for evaluator in resolved):
         return {ev.name: run_evaluator(ev, checked).score for ev in resolved}  # type: ignore[arg-type]
-    return _run_coroutine(_score_turn(checked, resolved, asyncio.Semaphore(len(resolved))))
+    return run_sync(_score_turn(checked, resolved, asyncio.Semaphore(len(resolved))))
 
 
 async def aevaluate_many(
@@ -87,4 +77,4 @@ def evaluate_many(
     concurrency: int = 8,
 ) -> list[dict[str, Score]]:
     """Score many turns, at most `concurrency` evaluations in flight; results keep turn order."""
-    return _run_coroutine(aevaluate_many(turns, evaluators, concurrency=concurrency))
+    return run_sync(aevaluate_many(turns, evaluators, concurrency=concurrency))

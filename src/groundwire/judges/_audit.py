@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from groundwire._evaluate import _run_coroutine
+from groundwire._sync import run_sync
 from groundwire.judges._attempts import ask_until_valid
 from groundwire.judges._client import JudgeCallError, JudgeClient, Usage
 from groundwire.judges._config import JudgeConfig
@@ -179,4 +179,4 @@ def audit_citation(
     coroutine = aaudit_citation(
         claim, cited_span, judge=judge, stricter=stricter, attempts=attempts, **judge_options
     )
-    return _run_coroutine(coroutine)
+    return run_sync(coroutine)

@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
+from groundwire._sync import run_sync
+
 __all__ = [
     "DEFAULT_PROMPT",
     "AsyncTextGenerator",
@@ -32,7 +34,6 @@ __all__ = [
     "TextGenerator",
     "as_text_generator",
     "batchify_text_generator",
-    "run_coroutine",
 ]
 
 T = TypeVar("T")
@@ -68,16 +69,6 @@ class Generation:
     text: str
     input_tokens: int = 0
     output_tokens: int = 0
-
-
-def run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from sync code, even when this thread already runs a loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 def _check_concurrency(max_concurrency: int) -> int:
@@ -173,7 +164,7 @@ class BatchedGenerator(ABC):
             finally:
                 await self.aclose()
 
-        return run_coroutine(session())
+        return run_sync(session())
 
     def __call__(self, inputs: Mapping[str, Sequence[str]]) -> dict[str, str]:
         """Generate one output per query; the reference's `text_generator` contract."""

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from groundwire._sync import run_sync
 from groundwire.evaluators.erag._downstream import (
     BatchDownstreamMetric,
     batchify_downstream_metric,
@@ -28,7 +29,6 @@ from groundwire.evaluators.erag._generators import (
     BatchedGenerator,
     TextGenerator,
     as_text_generator,
-    run_coroutine,
 )
 from groundwire.evaluators.erag._retrieval import (
     Label,
@@ -191,7 +191,7 @@ def erag_score(
             outputs = text_generator.run_sync(_agenerate_all(text_generator, checked.positions))
             return _label_all(checked, outputs)
     elif isinstance(text_generator, AsyncTextGenerator):
-        return _label_all(checked, run_coroutine(_agenerate_all(text_generator, checked.positions)))
+        return _label_all(checked, run_sync(_agenerate_all(text_generator, checked.positions)))
     labels = _new_labels(checked)  # one rank at a time, generate then score, as the reference
     for position, inputs in enumerate(checked.positions):
         _label_rank(checked, position, text_generator(inputs), labels)
