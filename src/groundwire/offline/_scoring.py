@@ -27,10 +27,10 @@ from groundwire._evaluator import (
     run_evaluator,
 )
 from groundwire._registry import resolve_evaluators
-from groundwire._types import RagTurn
+from groundwire._types import RagTurn, Score
 from groundwire.offline._results import TurnResult
 
-__all__ = ["init_worker", "score_chunk", "score_in_worker"]
+__all__ = ["WorkerScores", "init_worker", "join_scores", "score_chunk", "score_in_worker"]
 
 _worker_evaluators: list[AnyEvaluator] = []
 _worker_concurrency = 8
@@ -120,6 +120,23 @@ def init_worker(spec: EvaluatorSpec | Sequence[Any], concurrency: int, threads: 
     _worker_concurrency = concurrency
 
 
-def score_in_worker(turns: list[RagTurn]) -> list[TurnResult]:
-    """Score a chunk with the evaluators `init_worker` built (runs in a worker process)."""
-    return score_chunk(turns, _worker_evaluators, _worker_concurrency)
+WorkerScores = list[tuple[dict[str, Score], dict[str, float]]]
+"""Per turn of a chunk: scores and durations by evaluator (the turns stay with the parent)."""
+
+
+def score_in_worker(turns: list[RagTurn]) -> WorkerScores:
+    """Score a chunk with the evaluators `init_worker` built (runs in a worker process).
+
+    Only the scores travel back: the parent still holds the turns, so their texts are not
+    pickled a second time.
+    """
+    results = score_chunk(turns, _worker_evaluators, _worker_concurrency)
+    return [(result.scores, result.durations) for result in results]
+
+
+def join_scores(turns: list[RagTurn], scores: WorkerScores) -> list[TurnResult]:
+    """The parent's turns with the scores a worker computed for them."""
+    return [
+        TurnResult(turn, by_name, durations)
+        for turn, (by_name, durations) in zip(turns, scores, strict=True)
+    ]

@@ -38,7 +38,13 @@ from groundwire.offline._export import OtlpExport
 from groundwire.offline._pipeline import DEFAULT_WINDOW, TurnCounts, WindowOptions, iter_turns
 from groundwire.offline._results import TurnResult
 from groundwire.offline._resume import done_keys
-from groundwire.offline._scoring import init_worker, score_chunk, score_in_worker
+from groundwire.offline._scoring import (
+    WorkerScores,
+    init_worker,
+    join_scores,
+    score_chunk,
+    score_in_worker,
+)
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, ReadStats, TraceFormat
 from groundwire.offline.writers import ResultWriter, open_writer, output_suffix
@@ -234,21 +240,22 @@ def _score_local(
         initializer=init_worker,
         initargs=(spec, concurrency, max(1, (os.cpu_count() or 1) // workers)),
     )
-    pending: deque[Future[list[TurnResult]]] = deque()
+    pending: deque[tuple[list[RagTurn], Future[WorkerScores]]] = deque()
     try:
         for chunk in chunks:
-            pending.append(pool.submit(score_in_worker, chunk))
-            while len(pending) >= 2 * workers or (pending and pending[0].done()):
-                yield pending.popleft().result()
+            pending.append((chunk, pool.submit(score_in_worker, chunk)))
+            while len(pending) >= 2 * workers or (pending and pending[0][1].done()):
+                turns, future = pending.popleft()
+                yield join_scores(turns, future.result())
             if stop.is_set():
                 break
         if stop.is_set() and not stop.input_exhausted:
-            for future in pending:
+            for _, future in pending:
                 future.cancel()
         while pending:
-            future = pending.popleft()
+            turns, future = pending.popleft()
             if not future.cancelled():
-                yield future.result()
+                yield join_scores(turns, future.result())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
