@@ -36,6 +36,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 from groundwire import semconv
+from groundwire._env import FALSE, TRUE, env_list, env_str
 from groundwire._evaluator import AnyEvaluator
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn
@@ -60,8 +61,6 @@ __all__ = ["OnlineEvaluation", "configure", "force_flush", "get_online", "shutdo
 logger = logging.getLogger("groundwire")
 
 _INSTRUMENTOR_GROUP = "opentelemetry_instrumentor"
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
 _lock = threading.Lock()
 _current: OnlineEvaluation | None = None
 
@@ -69,21 +68,9 @@ _current: OnlineEvaluation | None = None
 # --- environment ---------------------------------------------------------------------------------
 
 
-def _env(name: str) -> str | None:
-    """The stripped value of a variable, or None when unset or blank."""
-    raw = os.environ.get(name, "").strip()
-    return raw or None
-
-
-def _env_names(name: str) -> list[str] | None:
-    """A comma-separated variable as a list of names."""
-    raw = _env(name)
-    return None if raw is None else [part.strip() for part in raw.split(",") if part.strip()]
-
-
 def _env_number(name: str, kind: type[int] | type[float]) -> Any:
     """A numeric variable, or a ValueError naming it."""
-    raw = _env(name)
+    raw = env_str(name)
     if raw is None:
         return None
     try:
@@ -95,7 +82,7 @@ def _env_number(name: str, kind: type[int] | type[float]) -> Any:
 
 def _env_rates(name: str) -> dict[str, float] | None:
     """`name=rate,...` as a mapping, or a ValueError naming the variable."""
-    raw = _env(name)
+    raw = env_str(name)
     if raw is None:
         return None
     rates: dict[str, float] = {}
@@ -112,12 +99,12 @@ def _env_rates(name: str) -> dict[str, float] | None:
 
 def _env_instrument(name: str) -> bool | list[str] | None:
     """`true`, `false` or a comma-separated list of instrumentor names."""
-    raw = _env(name)
+    raw = env_str(name)
     if raw is None:
         return None
-    if raw.lower() in _TRUE:
+    if raw.lower() in TRUE:
         return True
-    if raw.lower() in _FALSE:
+    if raw.lower() in FALSE:
         return False
     return [part.strip() for part in raw.split(",") if part.strip()]
 
@@ -319,14 +306,14 @@ def configure(
         if _current is not None:
             raise RuntimeError("groundwire is already configured; call groundwire.shutdown() first")
         online = _configure(
-            service_name=_pick(service_name, _env(semconv.ENV_SERVICE_NAME), None),
-            evaluators=_pick(evaluators, _env_names(semconv.ENV_EVALUATORS), ()),
-            inline=_pick(inline, _env_names(semconv.ENV_INLINE), ()),
+            service_name=_pick(service_name, env_str(semconv.ENV_SERVICE_NAME), None),
+            evaluators=_pick(evaluators, env_list(semconv.ENV_EVALUATORS), ()),
+            inline=_pick(inline, env_list(semconv.ENV_INLINE), ()),
             sample_rate=_pick(sample_rate, _env_number(semconv.ENV_SAMPLE_RATE, float), 1.0),
             evaluator_sample_rates=_pick(
                 evaluator_sample_rates, _env_rates(semconv.ENV_EVALUATOR_SAMPLE_RATES), {}
             ),
-            turn_filter=_pick(turn_filter, _env(semconv.ENV_TURN_FILTER), None),
+            turn_filter=_pick(turn_filter, env_str(semconv.ENV_TURN_FILTER), None),
             judge_token_budget=_pick(
                 judge_token_budget, _env_number(semconv.ENV_JUDGE_TOKEN_BUDGET, int), None
             ),
@@ -340,12 +327,14 @@ def configure(
             evaluator_timeout_s=_pick(
                 evaluator_timeout_s, _env_number(semconv.ENV_EVALUATOR_TIMEOUT, float), 30.0
             ),
-            exporter=_pick(exporter, _env(semconv.ENV_EXPORTER), "auto"),
-            output_path=_pick(output_path, _env(semconv.ENV_OUTPUT_PATH), None),
+            exporter=_pick(exporter, env_str(semconv.ENV_EXPORTER), "auto"),
+            output_path=_pick(output_path, env_str(semconv.ENV_OUTPUT_PATH), None),
             prometheus_port=_pick(
                 prometheus_port, _env_number(semconv.ENV_PROMETHEUS_PORT, int), None
             ),
-            prometheus_host=_pick(prometheus_host, _env(semconv.ENV_PROMETHEUS_HOST), "127.0.0.1"),
+            prometheus_host=_pick(
+                prometheus_host, env_str(semconv.ENV_PROMETHEUS_HOST), "127.0.0.1"
+            ),
             instrument=_pick(instrument, _env_instrument(semconv.ENV_INSTRUMENT), True),
             tracer_provider=tracer_provider,
             meter_provider=meter_provider,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundwire import semconv
+from groundwire._env import env_flag, env_int
 from groundwire._types import Context
 
 __all__ = [
@@ -39,25 +39,6 @@ logger = logging.getLogger("groundwire.capture")
 
 Attribute = tuple[str, str | bool | int | float]
 """One span attribute."""
-
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in _TRUE
-
-
-def _env_int(name: str) -> int | None:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number of characters, got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"{name} must be 0 or more, got {value}")
-    return value or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +65,10 @@ class CaptureConfig:
         Keyword arguments that are not None win over the environment.
         """
         values: dict[str, Any] = {
-            "hide_inputs": _env_flag(semconv.ENV_HIDE_INPUTS),
-            "hide_outputs": _env_flag(semconv.ENV_HIDE_OUTPUTS),
-            "hide_document_text": _env_flag(semconv.ENV_HIDE_DOCUMENT_TEXT),
-            "max_value_length": _env_int(semconv.ENV_MAX_VALUE_LENGTH),
+            "hide_inputs": bool(env_flag(semconv.ENV_HIDE_INPUTS)),
+            "hide_outputs": bool(env_flag(semconv.ENV_HIDE_OUTPUTS)),
+            "hide_document_text": bool(env_flag(semconv.ENV_HIDE_DOCUMENT_TEXT)),
+            "max_value_length": env_int(semconv.ENV_MAX_VALUE_LENGTH, minimum=0) or None,
         }
         unknown = set(overrides) - set(values)
         if unknown:

@@ -1,0 +1,54 @@
+"""Reading `GROUNDWIRE_*` variables: one parser per kind, every bad value an error naming it.
+
+A privacy switch that silently reads `ture` as false would leak text, so flags accept only the
+usual spellings and anything else is a ValueError.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["FALSE", "TRUE", "env_flag", "env_int", "env_list", "env_str"]
+
+TRUE = frozenset({"1", "true", "yes", "on"})
+"""Spellings of an enabled flag (case-insensitive)."""
+FALSE = frozenset({"0", "false", "no", "off"})
+"""Spellings of a disabled flag (case-insensitive)."""
+
+
+def env_str(name: str) -> str | None:
+    """The stripped value of a variable, or None when unset or blank."""
+    raw = os.environ.get(name, "").strip()
+    return raw or None
+
+
+def env_flag(name: str) -> bool | None:
+    """A true/false variable; None when unset; a ValueError naming it for anything else."""
+    raw = env_str(name)
+    if raw is None:
+        return None
+    if raw.lower() in TRUE:
+        return True
+    if raw.lower() in FALSE:
+        return False
+    raise ValueError(f"{name} must be one of true/false, 1/0, yes/no, on/off; got {raw!r}")
+
+
+def env_int(name: str, *, minimum: int | None = None) -> int | None:
+    """A whole-number variable; None when unset; a ValueError naming it when malformed."""
+    raw = env_str(name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_list(name: str) -> list[str] | None:
+    """A comma-separated variable as a list of its non-blank parts; None when unset."""
+    raw = env_str(name)
+    return None if raw is None else [part.strip() for part in raw.split(",") if part.strip()]
