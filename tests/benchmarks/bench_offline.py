@@ -326,9 +326,10 @@ Output with 2 workers identical to 1 worker: {s["workers_2_identical_output"]}. 
 cores are shared with other jobs (1-minute load average {load:.1f} at the end of the run), so
 the speed-up is a floor, not what two free cores give; the
 worker processes also pay a start-up (fork server, imports) that a longer run amortises, and with
-evaluators this cheap this process's own share (reading, assembling, pickling, writing) is
-a large part of the work. The
-`evaluate_many` row scores turns already in memory (no reading, assembly or writing).
+evaluators this cheap (about a millisecond a turn) this process's own share (reading,
+assembling, pickling, writing) is a large part of the work. The `evaluate_many` row scores the
+same turns already in memory (no reading, assembly or writing), but runs each sync evaluation in
+a thread from an event loop, which costs more than the scoring here.
 """
 
 
