@@ -14,7 +14,7 @@ import pytest
 
 from groundwire import RagTurn, Score, semconv
 from groundwire.evaluators import ERAG, FunctionGenerator
-from groundwire.offline import rescore
+from groundwire.offline import WindowOptions, rescore
 from groundwire.testing import OtlpGrpcReceiver, OtlpHttpReceiver
 from tests.offline._traces import record_turns, write_groundwire_jsonl
 
@@ -307,3 +307,28 @@ def test_output_json_is_strict_when_details_hold_nan(traces: Path, tmp_path: Pat
     with (tmp_path / "o.csv").open(newline="", encoding="utf-8") as file:
         row = next(csv.DictReader(file))
     assert json.loads(row["details"])["nan_details"]["details"]["x"] is None
+
+
+def test_earlier_evaluation_spans_in_the_file_are_left_out(tmp_path: Path) -> None:
+    """Carrier spans from an earlier scoring (same file, arriving late) are neither turns nor
+    counted as late spans."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from groundwire.emit import Emitter
+
+    spans = record_turns(3)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    emitter = Emitter(tracer_provider=provider)
+    roots = [s for s in spans if s.name == "rag"]
+    for root in roots:
+        target = (format(root.context.trace_id, "032x"), format(root.context.span_id, "016x"))  # type: ignore[union-attr]
+        emitter.emit_span(target, [Score(name="quoted_spans", value=1.0)])
+    path = write_groundwire_jsonl([*spans, *exporter.get_finished_spans()], tmp_path / "t.jsonl")
+    summary = rescore(path, ["quoted_spans"], None, window=WindowOptions(grace=0))
+    assert summary.turns_scored == 3
+    assert summary.counts.evaluation_spans == 3
+    assert summary.counts.late_spans == 0

@@ -1,7 +1,8 @@
 """Files to turns: read span batches, reassemble traces in a bounded window, assemble turns.
 
-The one streaming path both engines use (Ray runs it once per file). Gold answers are attached
-and turns already in OUT (`--resume`) are skipped here, before any scoring.
+The one streaming path both engines use (Ray runs it once per file). Evaluation carrier spans
+(earlier scores, e.g. from online scoring into the same file) are left out, gold answers are
+attached and turns already in OUT (`--resume`) are skipped here, before any scoring.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
+from groundwire import semconv
 from groundwire._types import RagTurn
 from groundwire.assembly import SpanRecord, turns_from_spans
 from groundwire.offline._window import TraceWindow
@@ -40,6 +42,13 @@ class TurnCounts:
     forced_traces: int = 0
     late_spans: int = 0
     peak_held_spans: int = 0
+    evaluation_spans: int = 0
+    """Evaluation carrier spans in the input (earlier scores), left out of reassembly."""
+
+
+def _is_evaluation(span: SpanRecord) -> bool:
+    """True for an evaluation carrier span (OpenInference kind EVALUATOR): a score, not a turn."""
+    return span.attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.SPAN_KIND_EVALUATOR
 
 
 DEFAULT_WINDOW: Final = WindowOptions()
@@ -73,7 +82,11 @@ def iter_turns(
 
     try:
         for batch in read_spans(paths, problems, fmt=fmt):
-            for trace in traces.add(batch.spans):
+            spans = batch.spans
+            if any(_is_evaluation(span) for span in spans):
+                spans = [span for span in spans if not _is_evaluation(span)]
+                counts.evaluation_spans += len(batch.spans) - len(spans)
+            for trace in traces.add(spans):
                 yield from turns_of(trace)
         for trace in traces.flush():
             yield from turns_of(trace)

@@ -35,7 +35,14 @@ if TYPE_CHECKING:
 __all__ = ["score_with_ray"]
 
 _COUNTERS = ("files", "records", "spans", "bad_records", "other_records", "bytes_done")
-_TURN_COUNTERS = ("traces", "turns", "resumed", "forced_traces", "late_spans")
+_TURN_COUNTERS = (
+    "traces",
+    "turns",
+    "resumed",
+    "forced_traces",
+    "late_spans",
+    "evaluation_spans",
+)
 
 
 def _ray() -> Any:

@@ -122,6 +122,8 @@ class RescoreSummary:
                 f"reassembly: {c.forced_traces} traces released early to bound memory, "
                 f"{c.late_spans} late spans ignored"
             )
+        if c.evaluation_spans:
+            out.append(f"left out {c.evaluation_spans} evaluation spans of earlier scoring")
         if self.expected_matched:
             out.append(f"gold answers attached to {self.expected_matched} turns")
         if self.exported_spans:
