@@ -245,6 +245,11 @@ class HtmlReportWriter:
         out.append("</div>")
         ranked = sorted(self._worst, key=lambda item: (-item[0], item[1]))
         out.append(f'<h2 id="worst">Worst turns ({len(ranked)} lowest-scoring, worst first)</h2>')
+        out.append(
+            '<p>Quotes are marked where evaluators located them: <mark class="ok">verified</mark>'
+            ' or <mark class="bad">not found / low confidence</mark> (hover for the evaluator and '
+            "its match ratio). Contexts with a located quote are expanded.</p>"
+        )
         if self._unscored:
             out.append(f'<p class="na">{self._unscored} turns had no computed score.</p>')
         for rank, (_, _, result) in enumerate(ranked, start=1):
