@@ -144,3 +144,35 @@ def test_non_evaluator_is_rejected_with_its_position() -> None:
     """Something that is neither a name nor an evaluator is a TypeError naming its index."""
     with pytest.raises(TypeError, match=r"evaluators\[1\]"):
         evaluate(TURN, [AnswerLength(), 42])  # type: ignore[list-item]
+
+
+class CallerThread:
+    """A sync evaluator that records which thread ran it."""
+
+    name = "caller_thread"
+
+    def __init__(self) -> None:
+        self.threads: set[int] = set()
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        self.threads.add(threading.get_ident())
+        return Score(name=self.name, value=1.0)
+
+
+def test_evaluate_many_runs_sync_evaluators_in_the_calling_thread() -> None:
+    """With only sync evaluators, evaluate_many scores in the caller's thread (no thread hops)."""
+    recorder = CallerThread()
+    evaluate_many([TURN] * 5, [recorder, AnswerLength()])
+    assert recorder.threads == {threading.get_ident()}
+
+
+def test_aevaluate_many_keeps_sync_evaluators_off_the_event_loop() -> None:
+    """From async code, sync evaluators run in worker threads so the loop stays responsive."""
+    recorder = CallerThread()
+
+    async def main() -> int:
+        await groundwire.aevaluate_many([TURN] * 3, [recorder])
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert loop_thread not in recorder.threads
