@@ -115,7 +115,7 @@ def _answer_online(
         instrument=["langchain"],
     )
     try:
-        if "langchain" not in online.instrumented:
+        if "groundwire_langchain" not in online.instrumented:
             raise DemoError("groundwire.configure() could not instrument LangChain")
         chain = build_chain(model)
         answers: list[str] = []
