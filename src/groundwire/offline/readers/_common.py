@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final, TextIO
 
 from groundwire.assembly import SpanRecord
+from groundwire.assembly._log_record import LogRecordData
 
 __all__ = [
     "BadRecordError",
@@ -43,6 +44,9 @@ class SpanBatch:
 
     spans: list[SpanRecord]
     where: str
+    logs: list[LogRecordData] = field(default_factory=list)
+    """Log records of the same record (OTLP `resourceLogs`): log-based events such as
+    `gen_ai.evaluation.result` or GenAI message-content events, correlated to spans by id."""
 
 
 @dataclass(slots=True)
