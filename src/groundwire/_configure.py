@@ -10,9 +10,9 @@ groundwire.shutdown()  # also registered atexit
 
 Every argument has a `GROUNDWIRE_*` environment variable (names in `groundwire.semconv`); an
 argument given explicitly wins over the variable, the variable over the default. The app's own
-SDK tracer and meter providers are used when it has them; otherwise groundwire creates them
-(OTLP when `OTEL_EXPORTER_OTLP_*ENDPOINT` is set, else an OTLP/JSON-lines file) and makes them
-global. See docs/online.md.
+SDK tracer and meter providers (and any logger provider) are used when it has them; otherwise
+groundwire creates them (OTLP when `OTEL_EXPORTER_OTLP_*ENDPOINT` is set, else an OTLP/JSON-lines
+file) and makes them global. See docs/online.md.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ from groundwire._evaluator import AnyEvaluator
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn
 from groundwire.capture import LIVE_CONTENT
-from groundwire.emit import Emitter
+from groundwire.emit import Emitter, resolve_events
 from groundwire.exporters._jsonl import JsonLinesFile
+from groundwire.exporters._logs import app_logger_provider, build_logger_provider
 from groundwire.exporters._providers import (
     build_meter_provider,
     build_tracer_provider,
@@ -204,6 +205,9 @@ class OnlineEvaluation:
     owns_meter_provider: bool
     output_path: Path | None = None
     """The OTLP/JSON-lines file, when no OTLP endpoint was configured."""
+    logger_provider: Any = None
+    """Where log-based result events go (None with `events="span"` and no app provider)."""
+    owns_logger_provider: bool = False
     instrumented: list[str] = field(default_factory=list)
     """Names of the integrations `configure()` instrumented."""
     _instrumentors: list[tuple[str, Any]] = field(default_factory=list)
@@ -232,7 +236,7 @@ class OnlineEvaluation:
         meter_target = self.meter_provider
         if self.owns_meter_provider:
             meter_target = self._push_reader  # never flush the Prometheus pull reader
-        for target in (self.tracer_provider, meter_target):
+        for target in (self.tracer_provider, self.logger_provider, meter_target):
             flush = getattr(target, "force_flush", None)
             if flush is not None:
                 remaining_ms = max(0.0, deadline - time.monotonic()) * 1000
@@ -258,6 +262,7 @@ class OnlineEvaluation:
             self.tracer_provider.shutdown()
         elif hasattr(self.tracer_provider, "force_flush"):
             self.tracer_provider.force_flush(remaining_ms)
+        _finish_logs(self, int(max(0.0, deadline - time.monotonic()) * 1000))
         remaining_ms = int(max(0.0, deadline - time.monotonic()) * 1000)
         if self.owns_meter_provider:
             self.meter_provider.shutdown(timeout_millis=max(remaining_ms, 1))
@@ -268,6 +273,17 @@ class OnlineEvaluation:
             self._prometheus_server.server_close()
         LIVE_CONTENT.enabled = False
         return drained
+
+
+def _finish_logs(online: OnlineEvaluation, remaining_ms: int) -> None:
+    """Shut down the logger provider groundwire built, or flush the app's."""
+    provider = online.logger_provider
+    if provider is None:
+        return
+    if online.owns_logger_provider:
+        provider.shutdown()
+    elif hasattr(provider, "force_flush"):
+        provider.force_flush(remaining_ms)
 
 
 # --- configure -----------------------------------------------------------------------------------
@@ -291,8 +307,10 @@ def configure(
     prometheus_port: int | None = None,
     prometheus_host: str | None = None,
     instrument: bool | Sequence[str] | None = None,
+    events: str | None = None,
     tracer_provider: Any = None,
     meter_provider: Any = None,
+    logger_provider: Any = None,
     shutdown_timeout_s: float = 10.0,
 ) -> OnlineEvaluation:
     """Score the app's RAG turns as they happen and emit the scores as telemetry.
@@ -336,8 +354,10 @@ def configure(
                 prometheus_host, env_str(semconv.ENV_PROMETHEUS_HOST), "127.0.0.1"
             ),
             instrument=_pick(instrument, _env_instrument(semconv.ENV_INSTRUMENT), True),
+            events=resolve_events(events),
             tracer_provider=tracer_provider,
             meter_provider=meter_provider,
+            logger_provider=logger_provider,
             shutdown_timeout_s=shutdown_timeout_s,
         )
         _current = online
@@ -363,8 +383,10 @@ def _configure(
     prometheus_port: int | None,
     prometheus_host: str,
     instrument: bool | Sequence[str],
+    events: str,
     tracer_provider: Any,
     meter_provider: Any,
+    logger_provider: Any,
     shutdown_timeout_s: float,
 ) -> OnlineEvaluation:
     """Build and wire everything from resolved options (the body of `configure`)."""
@@ -426,16 +448,29 @@ def _configure(
         meter_provider, push_reader = build_meter_provider(resource, choice, file, readers)
         metrics.set_meter_provider(meter_provider)
 
-    emitter = Emitter(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    logger_provider = app_logger_provider(logger_provider)
+    owns_logger = logger_provider is None and events != semconv.EVENTS_SPAN
+    if owns_logger:
+        # groundwire's own: not made global (a process may set that only once, and the app's
+        # later set_logger_provider would then fail); only the result events use it
+        logger_provider = build_logger_provider(resource, choice, file)
+
+    emitter = Emitter(
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        logger_provider=logger_provider,
+        events=events,
+        evaluators=config.evaluators,
+    )
     runner = BackgroundRunner(config, emitter)
     processor = EvaluationSpanProcessor(runner, emitter, shutdown_timeout_s=shutdown_timeout_s)
     tracer_provider.add_span_processor(processor)
     LIVE_CONTENT.enabled = True
     instrumented = _instrument(instrument, tracer_provider, meter_provider)
-    if choice.path is not None and (owns_tracer or owns_meter):
+    if choice.path is not None and (owns_tracer or owns_meter or owns_logger):
         logger.warning(
             "groundwire: no OTLP endpoint configured (OTEL_EXPORTER_OTLP_ENDPOINT); writing "
-            "traces and metrics as OTLP/JSON lines to %s",
+            "traces, metrics and logs as OTLP/JSON lines to %s",
             choice.path.resolve(),
         )
     return OnlineEvaluation(
@@ -446,7 +481,9 @@ def _configure(
         meter_provider=meter_provider,
         owns_tracer_provider=owns_tracer,
         owns_meter_provider=owns_meter,
-        output_path=choice.path if (owns_tracer or owns_meter) else None,
+        output_path=choice.path if (owns_tracer or owns_meter or owns_logger) else None,
+        logger_provider=logger_provider,
+        owns_logger_provider=owns_logger,
         instrumented=[name for name, _ in instrumented],
         _instrumentors=instrumented,
         _prometheus_server=prometheus_server,

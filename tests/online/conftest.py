@@ -6,6 +6,7 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,6 +73,12 @@ def telemetry() -> Iterator[Telemetry]:
     yield Telemetry(tracer_provider, meter_provider, spans, reader)
     meter_provider.shutdown()
     tracer_provider.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _telemetry_file_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A logger provider configure() builds for log-based result events writes under tmp_path."""
+    monkeypatch.setenv(semconv.ENV_OUTPUT_PATH, str(tmp_path / "groundwire-telemetry.jsonl"))
 
 
 @pytest.fixture

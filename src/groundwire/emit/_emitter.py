@@ -1,15 +1,20 @@
-"""The Emitter: scores in, telemetry out (span events and attributes, carrier spans, metrics).
+"""The Emitter: scores in, telemetry out (log-based events, span events and attributes, carrier
+spans, metrics).
 
 One object so the runner, the offline re-scorer and the CLI write scores the same way. It holds a
-tracer and the metric instruments; it never raises into its caller for a telemetry problem.
+tracer, a logger and the metric instruments; it never raises into its caller for a telemetry
+problem. `events` says where each `gen_ai.evaluation.result` goes: `logs` (log records through the
+Logs API, OTEP 4430), `span` (span events) or `both`; the carrier span and the OpenInference
+`evaluations.{i}.*` attributes are written in every mode.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from opentelemetry import trace
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanContext, TracerProvider
 
@@ -17,8 +22,9 @@ from groundwire import semconv
 from groundwire._types import Score
 from groundwire._version import __version__
 from groundwire.emit._attributes import evaluation_attributes, score_event_attributes
+from groundwire.emit._logs import ResultLogger, evaluator_versions, resolve_events
 from groundwire.emit._metrics import EvaluationMetrics
-from groundwire.emit._spans import SpanTarget, emit_evaluation_span
+from groundwire.emit._spans import SpanTarget, emit_evaluation_span, target_context
 
 __all__ = ["Emitter"]
 
@@ -33,39 +39,97 @@ class Emitter:
         *,
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
+        logger_provider: LoggerProvider | None = None,
+        events: str | None = None,
+        capture_content: bool | None = None,
+        evaluators: Iterable[object] = (),
     ) -> None:
+        """`events` defaults to `GROUNDWIRE_EVENTS`, else `both`; `capture_content` (the details
+        as log bodies) to "no `GROUNDWIRE_HIDE_*` switch set"; `evaluators` name the versions."""
         provider = tracer_provider or trace.get_tracer_provider()
         self.tracer = provider.get_tracer(semconv.INSTRUMENTATION_SCOPE, __version__)
         self.metrics = EvaluationMetrics(meter_provider)
+        self.events = resolve_events(events)
+        """`logs`, `span` or `both`."""
+        self.results = ResultLogger(
+            logger_provider,
+            capture_content=capture_content,
+            versions=evaluator_versions(evaluators),
+        )
+
+    @property
+    def span_events(self) -> bool:
+        """True when results go out as span events (`span` or `both`)."""
+        return self.events != semconv.EVENTS_LOGS
+
+    @property
+    def log_events(self) -> bool:
+        """True when results go out as log-based events (`logs` or `both`)."""
+        return self.events != semconv.EVENTS_SPAN
+
+    def add_evaluators(self, evaluators: Iterable[object]) -> None:
+        """Learn the versions of more evaluators (`groundwire.evaluator.version`)."""
+        self.results.versions.update(evaluator_versions(evaluators))
 
     def annotate(self, span: Span, scores: Sequence[Score], start_index: int = 0) -> None:
-        """Put scores on a span that is still recording: one event each plus OpenInference attrs."""
+        """Put scores on a span that is still recording: OpenInference attrs, plus one result
+        event each on the span and/or as a log record, as `events` says."""
         if not scores or not span.is_recording():
             return
         span.set_attributes(evaluation_attributes(scores, start_index))
-        for score in scores:
-            span.add_event(semconv.GEN_AI_EVALUATION_RESULT_EVENT, score_event_attributes(score))
+        if self.span_events:
+            for score in scores:
+                span.add_event(
+                    semconv.GEN_AI_EVALUATION_RESULT_EVENT, score_event_attributes(score)
+                )
+        context = span.get_span_context()
+        target = (format(context.trace_id, "032x"), format(context.span_id, "016x"))
+        self.emit_logs(target, scores, mode=semconv.EVALUATION_MODE_INLINE)
+
+    def emit_logs(
+        self,
+        target: SpanTarget,
+        scores: Sequence[Score],
+        *,
+        mode: str,
+        timestamp_ns: int | None = None,
+    ) -> int:
+        """Log-based result events for `scores` on the evaluated span `target` (none in `span`
+        mode); returns how many were emitted. Never raises for a telemetry problem."""
+        if not scores or not self.log_events:
+            return 0
+        target_context(target)  # a bad target is the caller's mistake: ValueError, as emit_span
+        try:
+            return self.results.emit(target, scores, mode=mode, timestamp_ns=timestamp_ns)
+        except Exception:
+            logger.warning("could not emit evaluation results as log records", exc_info=True)
+            return 0
 
     def emit_span(
         self,
         target: SpanTarget,
         scores: Sequence[Score],
         *,
-        mode: str = "background",
+        mode: str = semconv.EVALUATION_MODE_BACKGROUND,
         attributes: Mapping[str, str | bool | int | float] | None = None,
         start_time_ns: int | None = None,
     ) -> SpanContext | None:
-        """Record an evaluation carrier span under the (ended) span `target`; None if no scores."""
+        """Record an evaluation carrier span under the (ended) span `target` (with result events
+        unless `events="logs"`) and, unless `events="span"`, one result log record per score
+        correlated to `target`; None if no scores."""
         if not scores:
             return None
-        return emit_evaluation_span(
+        carrier = emit_evaluation_span(
             self.tracer,
             target,
             scores,
             mode=mode,
             attributes=attributes,
             start_time_ns=start_time_ns,
+            events=self.span_events,
         )
+        self.emit_logs(target, scores, mode=mode)
+        return carrier
 
     def record(self, score: Score, duration_s: float | None = None) -> None:
         """Metric points for one finished evaluation."""

@@ -62,8 +62,10 @@ def emit_evaluation_span(
     mode: str = "background",
     attributes: Mapping[str, str | bool | int | float] | None = None,
     start_time_ns: int | None = None,
+    events: bool = True,
 ) -> SpanContext:
-    """Record one EVALUATOR span under `target` holding one result event per score; returns it."""
+    """Record one EVALUATOR span under `target`, with one result event per score when `events`
+    (the `evaluations.{i}.*` attributes are always there); returns its context."""
     parent = target_context(target)
     span_attributes: Attributes = {
         semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_EVALUATOR,
@@ -81,7 +83,7 @@ def emit_evaluation_span(
         start_time=start_time_ns,
     )
     now = time.time_ns()
-    for score in scores:
+    for score in scores if events else ():
         span.add_event(
             semconv.GEN_AI_EVALUATION_RESULT_EVENT, score_event_attributes(score), timestamp=now
         )

@@ -1,8 +1,9 @@
-"""Span and metric exporters writing OTLP/JSON lines, the OpenTelemetry Collector file format.
+"""Span, metric and log exporters writing OTLP/JSON lines, the OpenTelemetry Collector file format.
 
-Each export appends one line: an `ExportTraceServiceRequest` or `ExportMetricsServiceRequest`
-as OTLP/JSON. Spans and metrics may share one file (readers tell them apart by the top-level
-`resourceSpans` / `resourceMetrics` key). Writes run with instrumentation suppressed.
+Each export appends one line: an `ExportTraceServiceRequest`, `ExportMetricsServiceRequest` or
+`ExportLogsServiceRequest` as OTLP/JSON. The three may share one file (readers tell them apart by
+the top-level `resourceSpans` / `resourceMetrics` / `resourceLogs` key). Writes run with
+instrumentation suppressed.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.metrics.export import (
@@ -29,7 +31,21 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from groundwire.exporters._otlp_json import to_otlp_json
 
-__all__ = ["JsonLinesFile", "JsonLinesMetricExporter", "JsonLinesSpanExporter"]
+if TYPE_CHECKING:
+    from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+else:
+    try:
+        from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+    except ImportError:  # opentelemetry-sdk 1.37 and 1.38 used the older names
+        from opentelemetry.sdk._logs.export import LogExporter as LogRecordExporter
+        from opentelemetry.sdk._logs.export import LogExportResult as LogRecordExportResult
+
+__all__ = [
+    "JsonLinesFile",
+    "JsonLinesLogExporter",
+    "JsonLinesMetricExporter",
+    "JsonLinesSpanExporter",
+]
 
 logger = logging.getLogger("groundwire.exporters")
 
@@ -160,3 +176,36 @@ class JsonLinesMetricExporter(MetricExporter):
         if not self._shut_down:
             self._shut_down = True
             self._file.release()
+
+
+class JsonLinesLogExporter(LogRecordExporter):
+    """Writes each batch of log records as one `ExportLogsServiceRequest` OTLP/JSON line."""
+
+    def __init__(self, path: str | os.PathLike[str] | JsonLinesFile) -> None:
+        self._file = _open(path)
+        self._shut_down = False
+
+    @property
+    def path(self) -> Path:
+        """Where the lines go."""
+        return self._file.path
+
+    def export(self, batch: Sequence[Any]) -> LogRecordExportResult:
+        """Append the batch (SDK `ReadableLogRecord`s); FAILURE (logged) when it cannot be
+        written."""
+        if self._shut_down:
+            return LogRecordExportResult.FAILURE
+        if not batch:
+            return LogRecordExportResult.SUCCESS
+        ok = _suppressed_write(self._file, to_otlp_json(encode_logs(batch)))
+        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        """Close the file once every exporter sharing it has shut down."""
+        if not self._shut_down:
+            self._shut_down = True
+            self._file.release()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Lines are flushed as they are written."""
+        return True

@@ -49,6 +49,7 @@ _ENDPOINT_VARS = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
 )
 _PROTOCOLS = ("http/protobuf", "grpc")
 
@@ -59,7 +60,7 @@ def otlp_endpoint_configured() -> bool:
 
 
 def otlp_protocol(signal: str) -> str:
-    """`http/protobuf` or `grpc` for `traces` or `metrics`, from the standard variables."""
+    """`http/protobuf` or `grpc` for `traces`, `metrics` or `logs`, from the standard variables."""
     specific = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL", "").strip()
     protocol = specific or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "").strip()
     protocol = protocol or "http/protobuf"

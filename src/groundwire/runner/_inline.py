@@ -49,18 +49,19 @@ def next_evaluation_index(attributes: Any) -> int:
     return highest + 1
 
 
-def write_scores(span: Span, scores: Sequence[Score]) -> bool:
-    """Add result events and `evaluations.{i}.*` attributes to an ending span; True if written."""
+def write_scores(span: Span, scores: Sequence[Score], *, events: bool = True) -> bool:
+    """Add `evaluations.{i}.*` attributes (and, when `events`, result span events) to an ending
+    span; True if written."""
     if not scores:
         return True
     start = next_evaluation_index(span.attributes)
     attributes = evaluation_attributes(scores, start)
     if span.is_recording():
         span.set_attributes(attributes)
-        for score in scores:
+        for score in scores if events else ():
             span.add_event(semconv.GEN_AI_EVALUATION_RESULT_EVENT, score_event_attributes(score))
         return True
-    return _write_ended(span, scores, attributes)
+    return _write_ended(span, scores if events else (), attributes)
 
 
 def _write_ended(span: Span, scores: Sequence[Score], attributes: dict[str, Any]) -> bool:

@@ -160,7 +160,11 @@ class EvaluationSpanProcessor(SpanProcessor):
         result = self._run_inline(turn)
         if result is None:
             return
-        written = write_scores(span, result.scores)
+        written = write_scores(span, result.scores, events=self._emitter.span_events)
+        if written:  # else the carrier span (emit_span) carries them, log records included
+            target = (record.trace_id, record.span_id)
+            mode = semconv.EVALUATION_MODE_INLINE
+            self._emitter.emit_logs(target, result.scores, mode=mode, timestamp_ns=span.end_time)
         with self._inline_lock:
             self._inline_scores[record.span_id] = (result, written)
             while len(self._inline_scores) > _MAX_PENDING_INLINE:

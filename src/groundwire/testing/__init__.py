@@ -19,6 +19,7 @@ from groundwire.testing._otlp_receiver import (
     OtlpHttpReceiver,
     ReceivedEvent,
     ReceivedLink,
+    ReceivedLogRecord,
     ReceivedMetricPoint,
     ReceivedSpan,
 )
@@ -29,6 +30,7 @@ __all__: list[str] = [
     "OtlpHttpReceiver",
     "ReceivedEvent",
     "ReceivedLink",
+    "ReceivedLogRecord",
     "ReceivedMetricPoint",
     "ReceivedSpan",
     "RecordedRequest",

@@ -1,10 +1,11 @@
 """Real OTLP receivers on loopback that decode what crossed the wire, for assertions in tests.
 
-`OtlpHttpReceiver` is an HTTP server accepting OTLP/HTTP protobuf posts on `/v1/traces` and
-`/v1/metrics` (gzip or deflate bodies too); `OtlpGrpcReceiver` is a `grpc` server implementing
-the OTLP trace and metrics services. Both decode with `opentelemetry-proto` into plain frozen
-records (`ReceivedSpan`, `ReceivedMetricPoint`) with hex ids and Python attribute values. The HTTP
-one can play a slow or failing collector (`delay_s`, `status`).
+`OtlpHttpReceiver` is an HTTP server accepting OTLP/HTTP protobuf posts on `/v1/traces`,
+`/v1/metrics` and `/v1/logs` (gzip or deflate bodies too); `OtlpGrpcReceiver` is a `grpc` server
+implementing the OTLP trace, metrics and logs services. Both decode with `opentelemetry-proto`
+into plain frozen records (`ReceivedSpan`, `ReceivedMetricPoint`, `ReceivedLogRecord`) with hex
+ids and Python attribute values. The HTTP one can play a slow or failing collector (`delay_s`,
+`status`).
 
 ```python
 with OtlpHttpReceiver() as receiver:
@@ -27,6 +28,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 import grpc  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.logs.v1 import (
+    logs_service_pb2,
+    logs_service_pb2_grpc,
+)
 from opentelemetry.proto.collector.metrics.v1 import (
     metrics_service_pb2,
     metrics_service_pb2_grpc,
@@ -41,6 +46,7 @@ __all__ = [
     "OtlpHttpReceiver",
     "ReceivedEvent",
     "ReceivedLink",
+    "ReceivedLogRecord",
     "ReceivedMetricPoint",
     "ReceivedSpan",
 ]
@@ -123,6 +129,24 @@ class ReceivedMetricPoint:
     scope: str
 
 
+@dataclass(frozen=True, slots=True)
+class ReceivedLogRecord:
+    """A log record (a log-based event when `event_name` is set) as received: hex ids."""
+
+    event_name: str
+    """OTLP `event_name`; empty for a plain log."""
+    trace_id: str | None
+    span_id: str | None
+    severity_number: int
+    severity_text: str
+    attributes: Mapping[str, Any]
+    body: Any
+    """The decoded AnyValue (None when absent)."""
+    time_unix_nano: int
+    resource: Mapping[str, Any]
+    scope: str
+
+
 def _link(link: Any) -> ReceivedLink:
     """A decoded span link."""
     return ReceivedLink(link.trace_id.hex(), link.span_id.hex(), _attributes(link.attributes))
@@ -163,6 +187,30 @@ def decode_spans(request: Any) -> list[ReceivedSpan]:
                     )
                 )
     return spans
+
+
+def decode_log_records(request: Any) -> list[ReceivedLogRecord]:
+    """The log records of an `ExportLogsServiceRequest`."""
+    records: list[ReceivedLogRecord] = []
+    for resource_logs in request.resource_logs:
+        resource = _attributes(resource_logs.resource.attributes)
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                records.append(
+                    ReceivedLogRecord(
+                        event_name=record.event_name,
+                        trace_id=_hex(record.trace_id),
+                        span_id=_hex(record.span_id),
+                        severity_number=record.severity_number,
+                        severity_text=record.severity_text,
+                        attributes=_attributes(record.attributes),
+                        body=_any_value(record.body) if record.HasField("body") else None,
+                        time_unix_nano=record.time_unix_nano,
+                        resource=resource,
+                        scope=scope_logs.scope.name,
+                    )
+                )
+    return records
 
 
 def _number(point: Any) -> float | None:
@@ -221,6 +269,9 @@ class _Collector:
         self._lock = threading.Condition()
         self._spans: list[ReceivedSpan] = []
         self._points: list[ReceivedMetricPoint] = []
+        self._logs: list[ReceivedLogRecord] = []
+        self.log_requests = 0
+        """Log export requests received (including ones answered with an error)."""
         self.trace_requests = 0
         """Trace export requests received (including ones answered with an error)."""
         self.metric_requests = 0
@@ -240,11 +291,20 @@ class _Collector:
             self._points.extend(points)
             self._lock.notify_all()
 
+    def _add_logs(self, request: Any) -> None:
+        """Decode and keep the log records of one request."""
+        records = decode_log_records(request)
+        with self._lock:
+            self._logs.extend(records)
+            self._lock.notify_all()
+
     def _count(self, signal: str) -> None:
         """Count one export request of `signal`."""
         with self._lock:
             if signal == "traces":
                 self.trace_requests += 1
+            elif signal == "logs":
+                self.log_requests += 1
             else:
                 self.metric_requests += 1
             self._lock.notify_all()
@@ -258,6 +318,11 @@ class _Collector:
         """Metric data points received so far (optionally of one metric)."""
         with self._lock:
             return [p for p in self._points if name is None or p.name == name]
+
+    def log_records(self, event_name: str | None = None) -> list[ReceivedLogRecord]:
+        """Log records received so far (optionally only events called `event_name`)."""
+        with self._lock:
+            return [r for r in self._logs if event_name is None or r.event_name == event_name]
 
     def wait_for(self, predicate: Callable[[Self], bool], timeout_s: float = 10.0) -> bool:
         """Wait until `predicate(self)` holds; False when `timeout_s` passes first."""
@@ -275,6 +340,7 @@ class _Collector:
         with self._lock:
             self._spans.clear()
             self._points.clear()
+            self._logs.clear()
 
 
 _PATHS: dict[str, tuple[str, Any, Any]] = {
@@ -287,6 +353,11 @@ _PATHS: dict[str, tuple[str, Any, Any]] = {
         "metrics",
         metrics_service_pb2.ExportMetricsServiceRequest,
         metrics_service_pb2.ExportMetricsServiceResponse,
+    ),
+    "/v1/logs": (
+        "logs",
+        logs_service_pb2.ExportLogsServiceRequest,
+        logs_service_pb2.ExportLogsServiceResponse,
     ),
 }
 
@@ -354,6 +425,8 @@ class OtlpHttpReceiver(_Collector):
         request.ParseFromString(body)
         if signal == "traces":
             self._add_traces(request)
+        elif signal == "logs":
+            self._add_logs(request)
         else:
             self._add_metrics(request)
         payload = response_type().SerializeToString()
@@ -384,6 +457,11 @@ class OtlpHttpReceiver(_Collector):
     def metrics_url(self) -> str:
         """Full metrics URL, for an exporter's `endpoint=`."""
         return f"{self.endpoint}/v1/metrics"
+
+    @property
+    def logs_url(self) -> str:
+        """Full logs URL, for an exporter's `endpoint=`."""
+        return f"{self.endpoint}/v1/logs"
 
     def stop(self) -> None:
         """Stop serving and release the port."""
@@ -425,8 +503,21 @@ class _MetricsService(metrics_service_pb2_grpc.MetricsServiceServicer):
         return metrics_service_pb2.ExportMetricsServiceResponse()
 
 
+class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
+    """The OTLP logs service, feeding a collector."""
+
+    def __init__(self, collector: _Collector) -> None:
+        self._collector = collector
+
+    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
+        """Keep the request's log records and acknowledge them."""
+        self._collector._count("logs")
+        self._collector._add_logs(request)
+        return logs_service_pb2.ExportLogsServiceResponse()
+
+
 class OtlpGrpcReceiver(_Collector):
-    """An OTLP/gRPC receiver (trace and metrics services) on 127.0.0.1, without TLS."""
+    """An OTLP/gRPC receiver (trace, metrics and logs services) on 127.0.0.1, without TLS."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -440,6 +531,8 @@ class OtlpGrpcReceiver(_Collector):
         add_metrics = metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server
         add_traces(_TraceService(self), server)  # type: ignore[no-untyped-call]
         add_metrics(_MetricsService(self), server)  # type: ignore[no-untyped-call]
+        add_logs = logs_service_pb2_grpc.add_LogsServiceServicer_to_server
+        add_logs(_LogsService(self), server)  # type: ignore[no-untyped-call]
         self._port = server.add_insecure_port("127.0.0.1:0")
         server.start()
         self._server = server
