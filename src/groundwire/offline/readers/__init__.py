@@ -4,12 +4,14 @@
 from groundwire.offline.readers import Problems, read_spans
 
 for batch in read_spans(["traces.jsonl.gz", "jaeger.json"], Problems()):
-    ...  # batch.spans: list[SpanRecord], batch.where: "file:line"
+    ...  # batch.spans: list[SpanRecord], batch.logs: list[LogRecordData], batch.where
 ```
 
 Formats are detected from the first bytes (gzip and zstd are decompressed transparently); a bad
 record is reported with its file and line and skipped (`Problems(strict=True)` raises instead).
-Each reader holds one record at a time, so memory does not grow with the file.
+Log records (OTLP `resourceLogs` lines, `LogsData` protobuf frames) come as `SpanBatch.logs`,
+counted in `ReadStats.log_records`. Each reader holds one record at a time, so memory does not
+grow with the file.
 """
 
 from __future__ import annotations

@@ -59,7 +59,9 @@ class ReadStats:
     spans: int = 0
     bad_records: int = 0
     other_records: int = 0
-    """Records holding metrics or logs, not spans (skipped without complaint)."""
+    """Good records holding metrics or logs, not spans (metrics are skipped without complaint)."""
+    log_records: int = 0
+    """Log records read (OTLP `resourceLogs`), carried in `SpanBatch.logs`."""
     bytes_done: int = 0
     """Size on disk of the files read to the end."""
     file_position: int = 0
