@@ -66,11 +66,28 @@ def read_file(
     if fmt is not None and fmt not in _READERS:
         raise ValueError(f"unknown trace format {fmt!r}; expected one of {list(FORMATS)}")
     with open_source(path) as source:
-        chosen = fmt or detect_format(source)
         stats = problems.stats
+        try:
+            chosen = fmt or detect_format(source)
+        except ValueError:
+            if source.damage is None:
+                raise
+            stats.files += 1
+            problems.damaged(str(source.path), source.damage.describe())
+            return
         stats.files += 1
+        records_before = stats.records
         try:
             yield from _READERS[chosen](source, problems)
+            damage = source.damage
+            if damage is not None:
+                read = stats.records - records_before
+                message = (
+                    damage.describe(unit="messages", count=read)
+                    if chosen == "otlp-proto"
+                    else damage.describe()
+                )
+                problems.damaged(str(source.path), message)
         finally:
             stats.bytes_done += source.size
             stats.file_position = 0

@@ -222,6 +222,8 @@ def read_otlp_proto(source: SourceFile, problems: Problems) -> Iterator[SpanBatc
             if len(body) < size:
                 raise ValueError(f"file ends inside a message ({len(body)} of {size} bytes)")
         except ValueError as error:
+            if source.damage is not None:
+                return  # a message cut by the damage, reported once by `read_file`
             stats.records += 1
             problems.report(where, f"{error}; the rest of the file cannot be framed")
             return
