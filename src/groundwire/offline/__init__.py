@@ -11,7 +11,9 @@ summary = rescore(
 Traces are read from OTLP/JSON lines (the Collector's file exporter, groundwire's own file),
 OTLP protobuf files or Jaeger JSON, reassembled into turns by the same assembler as live spans,
 scored, and written as .jsonl, .csv, .xlsx, .parquet or a self-contained .html report; optionally
-sent back as evaluation spans under the original traces (`export_otlp`). See docs/offline.md.
+sent back as evaluation spans and log-based result events under the original traces
+(`export_otlp`); scores recorded earlier are read back with `read_recorded_results`. See
+docs/offline.md.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from groundwire.offline._results import TurnResult
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import BadRecordError, Problems, ReadStats, read_spans
+from groundwire.offline.recorded import RecordedResult, read_recorded_results
 from groundwire.offline.rescore import (
     EvaluatorTally,
     ProgressHook,
@@ -38,6 +41,7 @@ __all__ = [
     "Problems",
     "ProgressHook",
     "ReadStats",
+    "RecordedResult",
     "RescoreSummary",
     "StopFlag",
     "TraceWindow",
@@ -45,6 +49,7 @@ __all__ = [
     "TurnResult",
     "WindowOptions",
     "iter_turns",
+    "read_recorded_results",
     "read_spans",
     "rescore",
 ]

@@ -1,8 +1,9 @@
 """Files to turns: read span batches, reassemble traces in a bounded window, assemble turns.
 
 The one streaming path both engines use (Ray runs it once per file). Evaluation carrier spans
-(earlier scores, e.g. from online scoring into the same file) are left out, gold answers are
-attached and turns already in OUT (`--resume`) are skipped here, before any scoring.
+and `gen_ai.evaluation.result` log records (earlier scores, e.g. from online scoring into the same
+file) are left out and counted, gold answers are attached and turns already in OUT (`--resume`)
+are skipped here, before any scoring.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Final
 from groundwire import semconv
 from groundwire._types import RagTurn
 from groundwire.assembly import SpanRecord, turns_from_spans
+from groundwire.assembly._log_record import LogRecordData
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, TraceFormat, read_spans
@@ -44,11 +46,18 @@ class TurnCounts:
     peak_held_spans: int = 0
     evaluation_spans: int = 0
     """Evaluation carrier spans in the input (earlier scores), left out of reassembly."""
+    evaluation_logs: int = 0
+    """`gen_ai.evaluation.result` log records in the input (earlier scores), left out."""
 
 
 def _is_evaluation(span: SpanRecord) -> bool:
     """True for an evaluation carrier span (OpenInference kind EVALUATOR): a score, not a turn."""
     return span.attributes.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.SPAN_KIND_EVALUATOR
+
+
+def _is_result_event(record: LogRecordData) -> bool:
+    """True for a log-based `gen_ai.evaluation.result` event: an earlier score, not a turn."""
+    return record.event_name == semconv.GEN_AI_EVALUATION_RESULT_EVENT
 
 
 DEFAULT_WINDOW: Final = WindowOptions()
@@ -82,6 +91,8 @@ def iter_turns(
 
     try:
         for batch in read_spans(paths, problems, fmt=fmt):
+            if batch.logs:
+                counts.evaluation_logs += sum(map(_is_result_event, batch.logs))
             spans = batch.spans
             if any(_is_evaluation(span) for span in spans):
                 spans = [span for span in spans if not _is_evaluation(span)]

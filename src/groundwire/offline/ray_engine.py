@@ -42,6 +42,7 @@ _TURN_COUNTERS = (
     "forced_traces",
     "late_spans",
     "evaluation_spans",
+    "evaluation_logs",
 )
 
 

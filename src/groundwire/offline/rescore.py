@@ -88,6 +88,8 @@ class RescoreSummary:
     expected_matched: int = 0
     """Turns given gold answers from the `expected` file."""
     exported_spans: int = 0
+    exported_log_records: int = 0
+    """`gen_ai.evaluation.result` log records sent with `export_otlp`."""
     interrupted: bool = False
     elapsed_s: float = 0.0
     results: list[TurnResult] | None = None
@@ -122,12 +124,18 @@ class RescoreSummary:
                 f"reassembly: {c.forced_traces} traces released early to bound memory, "
                 f"{c.late_spans} late spans ignored"
             )
-        if c.evaluation_spans:
-            out.append(f"left out {c.evaluation_spans} evaluation spans of earlier scoring")
+        if c.evaluation_spans or c.evaluation_logs:
+            out.append(
+                f"left out {c.evaluation_spans} evaluation spans and {c.evaluation_logs} "
+                "evaluation result log records of earlier scoring"
+            )
         if self.expected_matched:
             out.append(f"gold answers attached to {self.expected_matched} turns")
         if self.exported_spans:
-            out.append(f"exported {self.exported_spans} evaluation spans over OTLP")
+            out.append(
+                f"exported {self.exported_spans} evaluation spans and "
+                f"{self.exported_log_records} evaluation result log records over OTLP"
+            )
         if self.interrupted:
             out.append("interrupted: the output holds every turn scored before the stop")
         return out
@@ -321,7 +329,8 @@ def rescore(
     problems = Problems(strict=strict, stats=summary.read, on_report=on_problem)
     export = None
     if export_otlp:
-        export = OtlpExport(export_otlp if isinstance(export_otlp, str) else None)
+        endpoint = export_otlp if isinstance(export_otlp, str) else None
+        export = OtlpExport(endpoint, evaluators=resolved)
     writer: ResultWriter | None = None
     failed = True
     try:
@@ -377,6 +386,7 @@ def rescore(
             if export is not None:
                 export.close()
                 summary.exported_spans = export.spans
+                summary.exported_log_records = export.log_records
         summary.elapsed_s = time.perf_counter() - started
     return summary
 
