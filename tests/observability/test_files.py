@@ -60,11 +60,16 @@ def _exported_names() -> set[str]:
 
 
 def test_dashboard_panels_each_have_a_datasource_and_a_query() -> None:
-    """Every data panel and target uses the DS_PROMETHEUS variable and has a PromQL expression."""
+    """Every data panel and target uses the DS_PROMETHEUS variable (logs panels DS_LOKI) and has
+    a PromQL (LogQL) expression."""
     dashboard = load_dashboard()
     found = panels(dashboard)
     assert len(found) >= 12
     for item in found:
+        if item["type"] == "logs":
+            assert item["datasource"] == {"type": "loki", "uid": "${DS_LOKI}"}, item["title"]
+            assert all(t["datasource"] == item["datasource"] for t in item["targets"])
+            continue
         assert item["datasource"] == {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}, item[
             "title"
         ]
@@ -260,10 +265,11 @@ def test_compose_images_are_pinned_and_mounts_exist(name: str) -> None:
             assert source.exists(), f"{name}: {service_name} mounts missing {source}"
 
 
-def test_compose_starts_the_four_services_wired_together() -> None:
-    """Collector, Jaeger, Prometheus and Grafana, with configs where each program reads them."""
+def test_compose_starts_the_five_services_wired_together() -> None:
+    """Collector, Jaeger, Prometheus, Loki and Grafana, with configs where each program reads
+    them."""
     services = _yaml("compose.yaml")["services"]
-    assert set(services) == {"otel-collector", "jaeger", "prometheus", "grafana"}
+    assert set(services) == {"otel-collector", "jaeger", "prometheus", "loki", "grafana"}
     collector = {t: s for s, t in _bind_mounts(services["otel-collector"])}
     assert collector["/etc/otelcol/config.yaml"] == EXAMPLE / "otelcol" / "otelcol.yaml"
     assert "--config=/etc/otelcol/config.yaml" in services["otel-collector"]["command"]
@@ -287,6 +293,7 @@ def test_grafana_datasources_point_at_the_compose_services() -> None:
     assert sources["prometheus"]["url"] == "http://prometheus:9090"
     assert sources["prometheus"]["isDefault"] is True
     assert sources["jaeger"]["url"] == "http://jaeger:16686"
+    assert sources["loki"]["url"] == "http://loki:3100"
 
 
 COMPOSE_SPEC_WHEEL = "docker-compose==1.29.2"
@@ -328,3 +335,61 @@ def test_compose_files_follow_the_compose_specification(
     assert re.fullmatch(r"[a-z0-9][a-z0-9_-]*", project), "compose project names are lower-case"
     errors = [e.message for e in jsonschema.Draft7Validator(compose_schema).iter_errors(document)]
     assert not errors, errors
+
+
+# --- evaluation results as log records: Collector logs pipeline, Loki, the logs panel -------------
+
+LOKI_OTLP = "http://loki:3100/otlp"
+"""Loki's native OTLP endpoint (the otlphttp exporter appends /v1/logs)."""
+
+
+def _loki_label(attribute: str) -> str:
+    """How Loki names an OTLP attribute in structured metadata: dots become underscores."""
+    return attribute.replace(".", "_")
+
+
+@pytest.mark.parametrize("name", ["otelcol.yaml", "otelcol-loadbalancing.yaml"])
+def test_collector_sends_log_records_to_loki(name: str) -> None:
+    """Every tier apps send OTLP to has a logs pipeline into Loki's OTLP endpoint, so log-based
+    result events are never refused for want of a pipeline."""
+    config = _yaml(f"otelcol/{name}")
+    pipeline = config["service"]["pipelines"]["logs"]
+    assert pipeline["receivers"] == ["otlp"]
+    (exporter,) = pipeline["exporters"]
+    assert exporter.startswith("otlphttp")
+    assert config["exporters"][exporter]["endpoint"] == LOKI_OTLP
+    loki = _yaml("compose.yaml")["services"]["loki"]
+    host_port = urllib.parse.urlsplit(LOKI_OTLP).port
+    assert f"{host_port}:{host_port}" in loki["ports"]
+    assert "loki" in _yaml("compose.yaml")["services"]["otel-collector"]["depends_on"]
+
+
+def test_loki_datasource_links_each_record_to_its_trace_in_jaeger() -> None:
+    """The Loki datasource turns a record's trace_id (structured metadata) into a Jaeger link."""
+    sources = {
+        s["type"]: s
+        for s in _yaml("grafana/provisioning/datasources/datasources.yaml")["datasources"]
+    }
+    (field,) = sources["loki"]["jsonData"]["derivedFields"]
+    assert (field["matcherType"], field["matcherRegex"]) == ("label", "trace_id")
+    assert field["datasourceUid"] == sources["jaeger"]["uid"]
+    assert field["url"] == "$${__value.raw}"  # `$$`: a literal `$` in Grafana provisioning
+
+
+def test_logs_panel_lists_latest_failed_evaluations() -> None:
+    """The logs panel queries Loki for groundwire's result records that errored (WARN) or scored
+    at or below the threshold, newest first, filtered by the dashboard's service and evaluator."""
+    (panel,) = [p for p in panels(load_dashboard()) if p["type"] == "logs"]
+    assert panel["options"]["sortOrder"] == "Descending"
+    assert panel["options"]["enableLogDetails"] is True
+    name = _loki_label(semconv.GEN_AI_EVALUATION_NAME)
+    value = _loki_label(semconv.GEN_AI_EVALUATION_SCORE_VALUE)
+    exprs = {t["refId"]: t["expr"] for t in panel["targets"]}
+    for expr in exprs.values():
+        assert expr.startswith('{service_name=~"$service"}')
+        assert f'| {name}!=""' in expr and f'| {name}=~"$evaluator"' in expr
+        assert "trace={{.trace_id}}" in expr
+    assert '| severity_text="WARN"' in exprs["A"]
+    assert f'| {value} <= $threshold | __error__=""' in exprs["B"]
+    variables = {v["name"]: v for v in load_dashboard()["templating"]["list"]}
+    assert (variables["DS_LOKI"]["type"], variables["DS_LOKI"]["query"]) == ("datasource", "loki")
