@@ -12,12 +12,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 
 import groundwire
@@ -266,6 +268,57 @@ def test_configure_reuses_the_apps_logger_provider(
     assert record.instrumentation_scope.name == semconv.INSTRUMENTATION_SCOPE
     carrier = telemetry.finished(semconv.EVALUATION_SPAN_NAME)
     assert len(carrier) == 1 and not carrier[0].events
+
+
+class _ThreadNames(LogRecordProcessor):
+    """Notes the thread each record is emitted on."""
+
+    def __init__(self) -> None:
+        self.names: list[tuple[str, str]] = []
+
+    def on_emit(self, log_record: Any) -> None:
+        """Record (evaluator, thread name)."""
+        attributes = log_record.log_record.attributes or {}
+        name = str(attributes.get(semconv.GEN_AI_EVALUATION_NAME))
+        self.names.append((name, threading.current_thread().name))
+
+    def shutdown(self) -> None:
+        """Nothing to release."""
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Nothing buffered."""
+        return True
+
+
+def test_inline_log_records_are_emitted_off_the_apps_thread(
+    telemetry: Telemetry, online_cleanup: None
+) -> None:
+    """Inline scores land on the root span on the app's thread; their log records are emitted
+    later by groundwire's feeder thread, so the app's request pays nothing for them."""
+    threads = _ThreadNames()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(threads)
+    groundwire.configure(
+        evaluators=[AnswerLength(), HasContext()],
+        inline=["answer_length"],
+        tracer_provider=telemetry.tracer_provider,
+        meter_provider=telemetry.meter_provider,
+        logger_provider=provider,
+        instrument=False,
+        events="logs",
+    )
+    record_turn(telemetry.tracer)
+    deadline = time.monotonic() + 5
+    while len(threads.names) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the feeder picks the turn up; shutdown would drain on this thread
+    assert groundwire.shutdown(5.0)
+    app = threading.current_thread().name
+    assert sorted(name for name, _ in threads.names) == ["answer_length", "has_context"]
+    assert all(thread != app for _, thread in threads.names), threads.names
+    (root,) = telemetry.finished("rag")
+    assert root.attributes is not None
+    assert root.attributes["evaluations.0.evaluation.name"] == "answer_length"
+    assert not root.events
 
 
 def test_span_mode_builds_no_logger_provider(telemetry: Telemetry, online_cleanup: None) -> None:

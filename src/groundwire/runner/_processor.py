@@ -161,10 +161,6 @@ class EvaluationSpanProcessor(SpanProcessor):
         if result is None:
             return
         written = write_scores(span, result.scores, events=self._emitter.span_events)
-        if written:  # else the carrier span (emit_span) carries them, log records included
-            target = (record.trace_id, record.span_id)
-            mode = semconv.EVALUATION_MODE_INLINE
-            self._emitter.emit_logs(target, result.scores, mode=mode, timestamp_ns=span.end_time)
         with self._inline_lock:
             self._inline_scores[record.span_id] = (result, written)
             while len(self._inline_scores) > _MAX_PENDING_INLINE:
@@ -234,12 +230,24 @@ class EvaluationSpanProcessor(SpanProcessor):
                 result: InlineResult | None = None
                 if kept is not None:
                     result, written = kept
-                    if not written and turn.trace_id and turn.span_id:
-                        target = (turn.trace_id, turn.span_id)
-                        self._emitter.emit_span(target, result.scores, mode="inline")
+                    if turn.trace_id and turn.span_id:
+                        self._emit_inline(turn.trace_id, turn.span_id, result, written)
                 self.runner.submit(turn, result)
         except Exception:
             logger.exception("could not assemble turns from an ended span")
+
+    def _emit_inline(
+        self, trace_id: str, span_id: str, result: InlineResult, written: bool
+    ) -> None:
+        """Inline scores as log records on the turn's root span, or on a carrier span when they
+        could not be written onto it. Runs where turns are assembled (the feeder thread, unless
+        the app's thread drained the hand-off queue), never in the inline hook itself."""
+        target = (trace_id, span_id)
+        mode = semconv.EVALUATION_MODE_INLINE
+        if written:
+            self._emitter.emit_logs(target, result.scores, mode=mode)
+        else:
+            self._emitter.emit_span(target, result.scores, mode=mode)
 
     def _settle_damaged(self, root: ReadableSpan, assembled: bool) -> None:
         """A trace that lost spans to a full hand-off queue and then gave no turn: count the
