@@ -28,6 +28,7 @@ from groundwire.offline import (
     rescore,
 )
 from groundwire.offline._results import TurnResult
+from groundwire.testing import OtlpGrpcReceiver, OtlpHttpReceiver
 
 from ._traces import record_turns, write_groundwire_jsonl
 
@@ -192,3 +193,38 @@ def test_both_modes_in_one_file_are_read_once(tmp_path: Path) -> None:
         assert {r.source for r in found} == {source}
         names = {(r.score.name, r.score.label) for r in found}
         assert ("broken", "error") in names
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_export_otlp_sends_log_records_on_the_turns_root_spans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, protocol: str
+) -> None:
+    """--export-otlp over real OTLP/HTTP and gRPC: one result record per (turn, evaluator), with
+    the turn's root span ids, mode `offline`, the Verdict evaluator's version and details."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+    monkeypatch.setenv(semconv.ENV_EVENTS, "logs")
+    path = write_groundwire_jsonl(record_turns(TURNS), tmp_path / "traces.jsonl")
+    receiver_type = OtlpGrpcReceiver if protocol == "grpc" else OtlpHttpReceiver
+    with receiver_type() as receiver:
+        summary = rescore(
+            [path], _evaluators(), export_otlp=receiver.endpoint, on_problem=lambda _m: None
+        )
+        assert receiver.wait_for(lambda r: len(r.log_records()) >= 3 * TURNS)
+        assert receiver.wait_for(lambda r: len(r.spans(semconv.EVALUATION_SPAN_NAME)) >= TURNS)
+        records = receiver.log_records(semconv.GEN_AI_EVALUATION_RESULT_EVENT)
+        carriers = receiver.spans(semconv.EVALUATION_SPAN_NAME)
+    assert (summary.exported_spans, summary.exported_log_records) == (TURNS, 3 * TURNS)
+    assert summary.results is not None
+    roots = {r.key for r in summary.results}
+    assert {(r.trace_id, r.span_id) for r in records} == roots
+    assert all(not c.events for c in carriers)  # events="logs": no span events
+    verdicts = [r for r in records if r.attributes[semconv.GEN_AI_EVALUATION_NAME] == "verdict"]
+    assert len(verdicts) == TURNS
+    for record in verdicts:
+        assert record.attributes[semconv.GROUNDWIRE_EVALUATION_MODE] == "offline"
+        assert record.attributes[semconv.GROUNDWIRE_EVALUATOR_VERSION] == "3.0"
+        assert set(record.body) == {"quote", "rows"}
+    broken = [r for r in records if r.attributes[semconv.GEN_AI_EVALUATION_NAME] == "broken"]
+    assert {(r.severity_text, r.attributes[semconv.ERROR_TYPE]) for r in broken} == {
+        ("WARN", "KeyError")
+    }

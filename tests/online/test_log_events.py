@@ -374,3 +374,23 @@ def test_otel_logs_exporter_none_exports_nothing(monkeypatch: pytest.MonkeyPatch
     assert log_exporter(choice) is not None
     monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
     assert log_exporter(choice) is None
+
+
+def test_a_logs_endpoint_alone_means_otlp_and_its_protocol_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OTEL_EXPORTER_OTLP_LOGS_ENDPOINT counts as an endpoint; ..._LOGS_PROTOCOL picks gRPC."""
+    for name in list(os.environ):
+        if name.startswith("OTEL_EXPORTER_OTLP_"):
+            monkeypatch.delenv(name)
+    assert choose_exporter("auto", None).kind == "file"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "http://127.0.0.1:4318/v1/logs")
+    choice = choose_exporter("auto", None)
+    assert choice.kind == "otlp"
+    http = log_exporter(choice)
+    assert type(http).__module__.startswith("opentelemetry.exporter.otlp.proto.http")
+    http.shutdown()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "grpc")
+    grpc = log_exporter(choice)
+    assert type(grpc).__module__.startswith("opentelemetry.exporter.otlp.proto.grpc")
+    grpc.shutdown()
