@@ -8,6 +8,7 @@ the body, for each value of the `events` switch, with inline and background eval
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -365,6 +366,10 @@ def test_emitter_body_truncation_and_version(
     assert record.log_record.body == {"text": "01234…", "nan": None, "pair": [1, "ab"], "obj": "x"}
     assert semconv.GROUNDWIRE_EVALUATOR_VERSION not in (record.log_record.attributes or {})
     assert evaluator_version(get_evaluator("quoted_spans")) == groundwire.__version__
+    shipped = type("Shipped", (), {"__module__": "rapidfuzz.evaluators", "name": "shipped"})
+    assert evaluator_version(shipped()) == importlib.metadata.version("rapidfuzz")
+    declared = type("Declared", (), {"version": " 1.2 ", "name": "declared"})
+    assert evaluator_version(declared()) == "1.2"
 
 
 def test_otel_logs_exporter_none_exports_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, packages_distributions, version
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from opentelemetry import trace
@@ -76,26 +76,31 @@ def content_capture_enabled(config: CaptureConfig | None = None) -> bool:
     return not (config.hide_inputs or config.hide_outputs or config.hide_document_text)
 
 
-@lru_cache(maxsize=1)
-def _distributions() -> Mapping[str, list[str]]:
-    """Top-level module -> distribution names (scanned once)."""
-    return packages_distributions()
+@lru_cache(maxsize=256)
+def _distribution_version(top: str) -> str | None:
+    """The version of the distribution named like the top-level module `top` (`my_evals` or
+    `my-evals`), or None. A name lookup, not a scan of every installed distribution (which
+    `packages_distributions()` does, about a second in a large environment)."""
+    for name in dict.fromkeys((top, top.replace("_", "-"))):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return None
 
 
 def evaluator_version(evaluator: object) -> str | None:
-    """The evaluator's `version` attribute, else its distribution's version; None when unknown."""
+    """The evaluator's `version` attribute, else the version of the distribution named like its
+    top-level package (groundwire's for the built-ins); None when unknown."""
     declared = getattr(evaluator, "version", None)
     if isinstance(declared, str) and declared.strip():
         return declared.strip()
     top = type(evaluator).__module__.split(".", 1)[0]
     if top == "groundwire":
         return __version__
-    for distribution in _distributions().get(top, ()):
-        try:
-            return version(distribution)
-        except PackageNotFoundError:
-            continue
-    return None
+    if top in ("__main__", "builtins"):
+        return None
+    return _distribution_version(top)
 
 
 def evaluator_versions(evaluators: Iterable[object]) -> dict[str, str]:
