@@ -178,6 +178,10 @@ ENV_HIDE_DOCUMENT_TEXT: Final = "GROUNDWIRE_HIDE_DOCUMENT_TEXT"
 """`true` keeps retrieved document text off spans (ids and scores stay)."""
 ENV_MAX_VALUE_LENGTH: Final = "GROUNDWIRE_MAX_VALUE_LENGTH"
 """Truncate captured text values to this many characters (0 or unset: no limit)."""
+ENV_GENAI_CAPTURE_MESSAGE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The GenAI instrumentations' content switch (`NO_CONTENT`, `SPAN_ONLY`, `EVENT_ONLY`,
+`SPAN_AND_EVENT`, or true/false): when set, `NO_CONTENT`, `SPAN_ONLY` and false keep
+`Score.details` out of the result log records' bodies."""
 
 # --- online evaluation (groundwire.configure) ---------------------------------------------------
 

@@ -25,7 +25,7 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 
 import groundwire
 from groundwire import RagTurn, Score, get_evaluator, semconv
-from groundwire.emit import Emitter, evaluator_version, resolve_events
+from groundwire.emit import Emitter, content_capture_enabled, evaluator_version, resolve_events
 from groundwire.exporters._logs import log_exporter
 from groundwire.exporters._providers import choose_exporter
 from groundwire.testing import (
@@ -399,3 +399,28 @@ def test_a_logs_endpoint_alone_means_otlp_and_its_protocol_is_read(
     grpc = log_exporter(choice)
     assert type(grpc).__module__.startswith("opentelemetry.exporter.otlp.proto.grpc")
     grpc.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, True),
+        ({semconv.ENV_HIDE_DOCUMENT_TEXT: "true"}, False),
+        ({semconv.ENV_GENAI_CAPTURE_MESSAGE_CONTENT: "SPAN_ONLY"}, False),
+        ({semconv.ENV_GENAI_CAPTURE_MESSAGE_CONTENT: "no_content"}, False),
+        ({semconv.ENV_GENAI_CAPTURE_MESSAGE_CONTENT: "false"}, False),
+        ({semconv.ENV_GENAI_CAPTURE_MESSAGE_CONTENT: "EVENT_ONLY"}, True),
+        ({semconv.ENV_GENAI_CAPTURE_MESSAGE_CONTENT: "span_and_event"}, True),
+    ],
+)
+def test_the_content_switches_gate_the_body(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: bool
+) -> None:
+    """groundwire's hide switches and the GenAI content switch decide whether details travel."""
+    for name in (semconv.ENV_HIDE_DOCUMENT_TEXT, semconv.ENV_GENAI_CAPTURE_MESSAGE_CONTENT):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert content_capture_enabled() is expected
+    score = Score(name="s", value=1.0, details={"quote": "text"})
+    assert (Emitter(events="logs").results.body(score) is not None) is expected

@@ -11,7 +11,8 @@ evaluated. Each record here carries:
 * the conventions' attributes (`score_event_attributes`) plus `groundwire.evaluation.mode` and,
   when known, `groundwire.evaluator.version`;
 * `Score.details` as the body, only while content capture is on (no `GROUNDWIRE_HIDE_*` switch
-  set), strings cut to `GROUNDWIRE_MAX_VALUE_LENGTH`: quotes and matched spans are content.
+  set, and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` not `NO_CONTENT`, `SPAN_ONLY` or
+  false), strings cut to `GROUNDWIRE_MAX_VALUE_LENGTH`: quotes and matched spans are content.
 
 The Python Logs API still lives in `opentelemetry._logs` (status Development); an API `LogRecord`
 with `event_name` handed to `Logger.emit` works from opentelemetry-sdk 1.37 on.
@@ -70,10 +71,19 @@ def resolve_events(value: str | None = None) -> str:
     return str(choice)
 
 
+_NO_EVENT_CONTENT = frozenset({"no_content", "span_only", "false", "0", "no", "off"})
+"""Values of the GenAI content switch that keep content out of events."""
+
+
 def content_capture_enabled(config: CaptureConfig | None = None) -> bool:
-    """True unless a `GROUNDWIRE_HIDE_*` switch keeps text off the telemetry."""
+    """True unless a `GROUNDWIRE_HIDE_*` switch keeps text off the telemetry, or the GenAI
+    instrumentations' `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` is set to keep it out
+    of events (`NO_CONTENT`, `SPAN_ONLY`, false)."""
     config = config or CaptureConfig.from_env()
-    return not (config.hide_inputs or config.hide_outputs or config.hide_document_text)
+    if config.hide_inputs or config.hide_outputs or config.hide_document_text:
+        return False
+    genai = (env_str(semconv.ENV_GENAI_CAPTURE_MESSAGE_CONTENT) or "").lower()
+    return genai not in _NO_EVENT_CONTENT
 
 
 @lru_cache(maxsize=256)
