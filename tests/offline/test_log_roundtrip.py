@@ -228,3 +228,52 @@ def test_export_otlp_sends_log_records_on_the_turns_root_spans(
     assert {(r.severity_text, r.attributes[semconv.ERROR_TYPE]) for r in broken} == {
         ("WARN", "KeyError")
     }
+
+
+def test_a_protobuf_file_round_trips_too(tmp_path: Path) -> None:
+    """The Collector's protobuf file layout (length-prefixed TracesData and LogsData frames):
+    results read back from its log records equal those emitted; rescoring leaves them out."""
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import (
+        InMemoryLogRecordExporter,
+        SimpleLogRecordProcessor,
+    )
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from groundwire.emit import Emitter
+
+    app_spans = record_turns(2)
+    turns_path = write_groundwire_jsonl(app_spans, tmp_path / "turns.jsonl")
+    first = _scored(turns_path)
+    assert first.results is not None
+    spans_out, logs_out = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    tracer_provider, logger_provider = TracerProvider(), LoggerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans_out))
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs_out))
+    emitter = Emitter(
+        tracer_provider=tracer_provider, logger_provider=logger_provider, events="logs"
+    )
+    for result in first.results:
+        emitter.emit_span(result.key, list(result.scores.values()), mode="offline")
+    tracer_provider.shutdown()
+    logger_provider.shutdown()
+    frames = [
+        encode_spans(app_spans).SerializeToString(),
+        encode_spans(spans_out.get_finished_spans()).SerializeToString(),
+        encode_logs(logs_out.get_finished_logs()).SerializeToString(),
+    ]
+    path = tmp_path / "telemetry.pb"
+    path.write_bytes(b"".join(len(frame).to_bytes(4, "big") + frame for frame in frames))
+    found = {(r.trace_id, r.span_id, r.score.name): r for r in read_recorded_results([path])}
+    assert len(found) == 2 * 3 and {r.source for r in found.values()} == {"log"}
+    for result in first.results:
+        for name, emitted in result.scores.items():
+            _same(found[(*result.key, name)].score, emitted)
+    again = rescore([path], ["quoted_spans"], on_problem=lambda _m: None)
+    assert (again.counts.evaluation_spans, again.counts.evaluation_logs) == (2, 2 * 3)
+    assert again.counts.turns == 2
+    assert again.read.bad_records == 0
