@@ -386,7 +386,9 @@ def test_logs_panel_lists_latest_failed_evaluations() -> None:
     value = _loki_label(semconv.GEN_AI_EVALUATION_SCORE_VALUE)
     exprs = {t["refId"]: t["expr"] for t in panel["targets"]}
     for expr in exprs.values():
-        assert expr.startswith('{service_name=~"$service"}')
+        # Loki refuses a selector whose every matcher matches "" (`=~".*"`, the "All" value):
+        # `!=""` keeps the query valid whatever the service variable holds
+        assert expr.startswith('{service_name=~"$service", service_name!=""}')
         assert f'| {name}!=""' in expr and f'| {name}=~"$evaluator"' in expr
         assert "trace={{.trace_id}}" in expr
     assert '| severity_text="WARN"' in exprs["A"]
