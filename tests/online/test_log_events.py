@@ -176,6 +176,7 @@ def _check_span_events(spans: list[ReceivedSpan], *, events: bool) -> None:
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "logs", "span_events"),
     [("logs", True, False), ("span", False, True), ("both", True, True)],
@@ -194,6 +195,7 @@ def test_each_mode_of_the_switch_over_otlp_http(mode: str, logs: bool, span_even
         _check_span_events(receiver.spans(), events=span_events)
 
 
+@pytest.mark.slow
 def test_log_records_over_grpc_without_content() -> None:
     """gRPC, GROUNDWIRE_HIDE_OUTPUTS=true: the same records arrive, none with a body."""
     with OtlpGrpcReceiver() as receiver:
@@ -211,6 +213,7 @@ def test_log_records_over_grpc_without_content() -> None:
         _check_log_records(receiver.log_records(), receiver.spans(), body=False)
 
 
+@pytest.mark.slow
 def test_without_an_endpoint_results_are_resource_logs_lines(tmp_path: Path) -> None:
     """No endpoint: `resourceLogs` lines beside the spans and metrics in the OTLP/JSON file."""
     _run_app({}, cwd=tmp_path)
