@@ -65,8 +65,6 @@ class ReadStats:
     damaged_files: int = 0
     """Files whose byte stream ended early or broke (a cut or corrupt gzip/zstd stream, an I/O
     error): what came before the damage was read, the rest is lost (also one bad record)."""
-    duplicate_spans: int = 0
-    """Spans read a second time (the same trace and span id: a Collector retry), left out."""
     bytes_done: int = 0
     """Size on disk of the files read to the end."""
     file_position: int = 0
