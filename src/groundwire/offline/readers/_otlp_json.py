@@ -119,6 +119,8 @@ def read_otlp_json(source: SourceFile, problems: Problems) -> Iterator[SpanBatch
     stats = problems.stats
     for number, line in enumerate(source.stream, start=1):
         stats.file_position = source.position
+        if line[:1] == b"\0":
+            line = line.lstrip(b"\0")  # what `copytruncate` log rotation leaves before a record
         if not line.strip():
             continue
         if source.damage is not None and not line.endswith(b"\n"):
