@@ -28,7 +28,7 @@ _SCAN_MAX: Final = 64 << 20
 _FIRST_FIELD: Final = 0x0A
 """Every OTLP `*Data` message starts with field 1 (its resource list), length-delimited."""
 _CHUNK: Final = 1 << 20
-_NO_MESSAGE: Final = "bytes that are no whole message (cut by log rotation, or damaged)"
+_NO_MESSAGE: Final = "no whole message (cut by log rotation, or damaged)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +48,6 @@ class Gap:
     number: int
     size: int
     reason: str
-    scanned: bool = False
-    """True for bytes skipped while finding the framing again; False for a bad message body."""
     to_end: bool = False
     """True when no whole message followed up to the end of the file."""
 
@@ -117,12 +115,16 @@ def _header(data: bytearray, at: int, framing: Framing) -> tuple[int, int] | Non
 
 
 def frames(
-    stream: IO[bytes], decode: Callable[[bytes], T], nonempty: Callable[[T], bool]
+    stream: IO[bytes],
+    decode: Callable[[bytes], T],
+    nonempty: Callable[[T], bool],
+    max_size: int = _MAX_MESSAGE,
 ) -> Iterator[Frame[T] | Gap | Cut]:
     """Every frame of `stream` decoded by `decode` (which raises ValueError for a bad body).
 
-    Frames whose body does not decode, and bytes skipped to find the framing again, come as
-    `Gap`s; a frame cut by the end of the file as a `Cut`. While scanning, a candidate frame must
+    Bytes skipped to find the framing again (a frame whose body does not decode, or whose size
+    prefix is implausible, is such bytes: its size is not trusted) come as `Gap`s; a frame cut by
+    the end of the file as a `Cut`. While scanning, a candidate frame must
     decode to something `nonempty` and be followed by another frame (or the end of the file).
     """
     buffer = _Buffer(stream)
@@ -132,36 +134,45 @@ def frames(
         buffer.compact()
         number += 1
         start = buffer.offset
+        why = _NO_MESSAGE
+        cut: str | None = None
         if framing is not None:
             header = _header_at(buffer, buffer.pos, framing)
             if header is None and buffer.eof and buffer.available(buffer.pos) < 10:
                 yield Cut(start, number, "file ends inside a size prefix")
                 return
-            if header is not None and header[1] <= _MAX_MESSAGE:
+            if header is not None and header[1] > max_size:
+                why = f"message size {header[1]:,} is over the limit of {max_size:,} bytes"
+            elif header is not None:
                 prefix, size = header
-                if not buffer.fill(prefix + size):
-                    have = buffer.available(buffer.pos) - prefix
-                    yield Cut(start, number, f"file ends inside a message ({have} of {size} bytes)")
-                    return
-                body = bytes(buffer.data[buffer.pos + prefix : buffer.pos + prefix + size])
-                buffer.pos += prefix + size
-                try:
-                    value = decode(body)
-                except ValueError as error:
-                    yield Gap(start, number, prefix + size, str(error))
+                if buffer.fill(prefix + size):
+                    body = bytes(buffer.data[buffer.pos + prefix : buffer.pos + prefix + size])
+                    try:
+                        value = decode(body)
+                    except ValueError as error:
+                        why = f"not a valid OTLP traces, logs or metrics message ({error})"
+                    else:
+                        buffer.pos += prefix + size
+                        yield Frame(start, number, value)
+                        continue
                 else:
-                    yield Frame(start, number, value)
-                continue
-        found = _scan(buffer, framing, decode, nonempty)
+                    have = buffer.available(buffer.pos) - prefix
+                    cut = f"file ends inside a message ({have} of {size} bytes)"
+            # The frame at `start` is bad: look for the next one after its first byte (its size
+            # prefix may be what is damaged, so its claimed size is not trusted).
+            buffer.pos += 1
+        found = _scan(buffer, framing, decode, nonempty, min(max_size, _SCAN_MAX))
         if found is None:
-            size = buffer.available(buffer.pos)
-            buffer.pos += size
-            reason = f"{_NO_MESSAGE} up to the end of the file"
-            yield Gap(start, number, size, reason, scanned=True, to_end=True)
+            size = buffer.offset + buffer.available(buffer.pos) - start
+            buffer.pos += buffer.available(buffer.pos)
+            if cut is not None:
+                yield Cut(start, number, cut)
+            else:
+                yield Gap(start, number, size, f"{why}, up to the end of the file", to_end=True)
             return
         framing, prefix, size, value = found
         if buffer.offset > start:
-            yield Gap(start, number, buffer.offset - start, _NO_MESSAGE, scanned=True)
+            yield Gap(start, number, buffer.offset - start, why)
             number += 1
         offset = buffer.offset
         buffer.pos += prefix + size
@@ -179,6 +190,7 @@ def _scan(
     framing: Framing | None,
     decode: Callable[[bytes], T],
     nonempty: Callable[[T], bool],
+    max_size: int,
 ) -> tuple[Framing, int, int, T] | None:
     """Advance `buffer.pos` to the next offset where a frame decodes and is followed by one."""
     framings: tuple[Framing, ...] = (framing,) if framing else ("fixed32", "varint")
@@ -190,7 +202,7 @@ def _scan(
             if header is None:
                 continue
             prefix, size = header
-            if not 0 < size <= _SCAN_MAX or not buffer.fill(prefix + 1, at):
+            if not 0 < size <= max_size or not buffer.fill(prefix + 1, at):
                 continue
             if buffer.data[at + prefix] != _FIRST_FIELD or not buffer.fill(prefix + size, at):
                 continue
@@ -198,14 +210,21 @@ def _scan(
                 value = decode(bytes(buffer.data[at + prefix : at + prefix + size]))
             except ValueError:
                 continue
-            if nonempty(value) and _followed(buffer, at + prefix + size, candidate, decode):
+            after = at + prefix + size
+            if nonempty(value) and _followed(buffer, after, candidate, decode, nonempty):
                 return candidate, prefix, size, value
         buffer.pos += 1
     return None
 
 
-def _followed(buffer: _Buffer, at: int, framing: Framing, decode: Callable[[bytes], T]) -> bool:
-    """True when a frame that decodes (or the end of the file, even inside a frame) is at `at`."""
+def _followed(
+    buffer: _Buffer,
+    at: int,
+    framing: Framing,
+    decode: Callable[[bytes], T],
+    nonempty: Callable[[T], bool],
+) -> bool:
+    """True when a frame with records (or the end of the file, even inside a frame) is at `at`."""
     if not buffer.fill(1, at):
         return True
     header = _header_at(buffer, at, framing)
@@ -217,7 +236,7 @@ def _followed(buffer: _Buffer, at: int, framing: Framing, decode: Callable[[byte
     if not buffer.fill(prefix + size, at):
         return True
     try:
-        decode(bytes(buffer.data[at + prefix : at + prefix + size]))
+        value = decode(bytes(buffer.data[at + prefix : at + prefix + size]))
     except ValueError:
         return False
-    return True
+    return nonempty(value)

@@ -203,7 +203,7 @@ def _resync(text: _Text, after: int) -> bool:
             return False
 
 
-def _items(text: _Text, where: str, *, closed: bool) -> Iterator[tuple[int, Any, str | None]]:
+def _items(text: _Text, *, closed: bool, limit: int) -> Iterator[tuple[int, Any, str | None]]:
     """The values of a JSON array (`closed`) or of a run of top-level values, from `text.pos`.
 
     Yields (line, value, None), or (line, None, why) for a value that is not valid JSON, after
@@ -225,6 +225,11 @@ def _items(text: _Text, where: str, *, closed: bool) -> Iterator[tuple[int, Any,
             try:
                 value, end = decoder.raw_decode(text.buffer, text.pos)
             except json.JSONDecodeError as error:
+                if len(text.buffer) - text.pos > limit:
+                    yield text.line_at(text.pos), None, f"trace longer than {limit:,} characters"
+                    if not _resync(text, text.pos + 1):
+                        return
+                    break
                 if _needs_more(error, text) and text.more(len(text.buffer)):
                     continue
                 line = text.line_at(min(error.pos, len(text.buffer)))
@@ -293,7 +298,9 @@ def read_jaeger(source: SourceFile, problems: Problems) -> Iterator[SpanBatch]:
     if skipped is not None:
         stats.records += 1
         problems.report(f"{where}:1", f"{skipped}; read on from line {text.line_at(text.pos)}")
-    for index, (line, trace, why) in enumerate(_items(text, where, closed=layout == "array")):
+    for index, (line, trace, why) in enumerate(
+        _items(text, closed=layout == "array", limit=problems.max_record_bytes)
+    ):
         item_where = f"{where}:{line} (data[{index}])" if layout == "array" else f"{where}:{line}"
         if why is not None:
             if source.damage is not None and text.eof:
@@ -305,8 +312,11 @@ def read_jaeger(source: SourceFile, problems: Problems) -> Iterator[SpanBatch]:
         stats.file_position = source.position
         try:
             records = spans_from_jaeger_trace(trace)
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as error:
             problems.report(item_where, f"not a valid Jaeger trace: {error}")
+            continue
+        except RecursionError:
+            problems.report(item_where, "not a valid Jaeger trace: nested too deeply")
             continue
         stats.spans += len(records)
         yield SpanBatch(records, item_where)

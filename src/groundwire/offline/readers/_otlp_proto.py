@@ -189,7 +189,8 @@ def read_otlp_proto(source: SourceFile, problems: Problems) -> Iterator[SpanBatc
     by log rotation, garbage) and a cut last message are each reported with their byte offset.
     """
     stats = problems.stats
-    for item in frames(source.stream, decode_message, _has_records):
+    items = frames(source.stream, decode_message, _has_records, problems.max_record_bytes)
+    for item in items:
         stats.records += 1
         stats.file_position = source.position
         where = f"{source.path}@{item.offset} (message {item.number})"
@@ -203,12 +204,7 @@ def read_otlp_proto(source: SourceFile, problems: Problems) -> Iterator[SpanBatc
             if source.damage is not None and item.to_end:
                 stats.records -= 1  # the stretch cut by the damage, reported once by `read_file`
                 return
-            if item.scanned:
-                problems.report(where, f"{item.size:,} {item.reason}")
-            else:
-                problems.report(
-                    where, f"not a valid OTLP traces, logs or metrics message: {item.reason}"
-                )
+            problems.report(where, f"{item.size:,} bytes: {item.reason}")
             continue
         decoded = item.value
         if decoded.logs:
