@@ -65,8 +65,6 @@ class ReadStats:
     damaged_files: int = 0
     """Files whose byte stream ended early or broke (a cut or corrupt gzip/zstd stream, an I/O
     error): what came before the damage was read, the rest is lost (also one bad record)."""
-    duplicate_spans: int = 0
-    """Spans read a second time (the same trace and span id: a Collector retry), left out."""
     bytes_done: int = 0
     """Size on disk of the files read to the end."""
     file_position: int = 0
@@ -90,6 +88,9 @@ class Problems:
     stats: ReadStats = field(default_factory=ReadStats)
     on_report: Callable[[str], None] | None = None
     """Called with each message instead of writing to `stream` (the CLI routes it via rich)."""
+    max_record_bytes: int = 256 << 20
+    """A record (line, protobuf message, Jaeger trace) larger than this is reported and skipped,
+    so one runaway line cannot exhaust memory."""
 
     def report(self, where: str, message: str, *, skipped: bool = True) -> None:
         """Record one bad record; raises BadRecordError in strict mode."""
