@@ -106,3 +106,32 @@ def test_per_evaluator_rates_below_one_score_nested_sets_chosen_by_the_rule(
     for name, traces in scored.items():
         assert counts[(name, "ok")] == len(traces)
         assert counts[(name, "sampled_out")] == len(turns) - len(traces)
+
+
+@pytest.mark.parametrize("rate", [0, 0.0, 1, 1.0, 0.5])
+def test_rates_from_zero_to_one_inclusive_are_accepted(rate: float) -> None:
+    """Both ends of [0, 1] are valid rates, ints and floats alike."""
+    from groundwire.runner import RunnerConfig
+
+    assert RunnerConfig([AnswerLength()], sample_rate=rate).sample_rate == float(rate)
+
+
+@pytest.mark.parametrize(
+    ("rate", "error", "message"),
+    [
+        (True, TypeError, "sample_rate must be a number in [0, 1], got True"),
+        ("0.5", TypeError, "sample_rate must be a number in [0, 1], got '0.5'"),
+        (None, TypeError, "sample_rate must be a number in [0, 1], got None"),
+        (-0.01, ValueError, "sample_rate must be in [0, 1], got -0.01"),
+        (1.5, ValueError, "sample_rate must be in [0, 1], got 1.5"),
+    ],
+)
+def test_a_bad_rate_is_refused_with_a_message_naming_the_setting(
+    rate: object, error: type[Exception], message: str
+) -> None:
+    """A bool, a string, None or a number outside [0, 1] is refused, naming the setting."""
+    from groundwire.runner import RunnerConfig
+
+    with pytest.raises(error) as raised:
+        RunnerConfig([AnswerLength()], sample_rate=rate)  # type: ignore[arg-type]
+    assert str(raised.value) == message
