@@ -73,7 +73,7 @@ def main() -> None:
             tally[module]["equivalent"] += 1
             continue
         tally[module][status] += 1
-        if status != "killed":
+        if status not in ("killed", "not checked"):
             survivors[module].append(f"{name} ({status})")
     _write(tally, survivors, equivalent)
 
