@@ -9,7 +9,7 @@ PROJECTS := pyproject.toml integrations/langchain/pyproject.toml integrations/ll
 # cannot build here, and pytrec-eval-terrier provides the same module.
 ORACLES := ragas==0.4.3 erag==0.0.1
 
-.PHONY: install demo test lint typecheck pytest bench clean
+.PHONY: install demo test lint typecheck pytest bench bench-smoke mutation clean
 
 install: $(STAMP)
 
@@ -38,6 +38,18 @@ test: lint typecheck pytest
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmarks
+	$(BIN)/python -m tests.benchmarks.readme
+
+# Every benchmark on a tiny input (seconds each): the code, the comparison and the results schema
+# are exercised in CI; results go to tests/benchmarks/results/smoke/ (ignored), never quoted.
+bench-smoke: $(STAMP)
+	GROUNDWIRE_BENCH_SMOKE=1 $(BIN)/python -m tests.benchmarks
+
+# Mutation testing of the core modules (mutmut; minutes to an hour): scores per module go to
+# tests/benchmarks/results/mutation.md. Not part of `make test`.
+mutation: $(STAMP)
+	$(BIN)/python -m pip install --quiet "mutmut>=3.3"
+	$(BIN)/python -m tests.mutation
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf mutants $(VENV) .mypy_cache .pytest_cache .ruff_cache

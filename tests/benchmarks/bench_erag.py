@@ -7,17 +7,17 @@ one synchronous request per document, one rank position after another. Ours is `
 with an `OpenAIGenerator` (the async openai client), whose calls overlap up to `max_concurrency`.
 Both must return the same numbers; the ratio of documents per second is the result.
 
+Fairness: each side gets a fresh server, one untimed warm-up run (imports, client and connection
+set-up) and the same number of timed runs; the figure is the median, with min and max shown.
+
 Run: `python -m tests.benchmarks erag`. Writes results/erag.{md,json}.
 """
 
 from __future__ import annotations
 
 import json
-import platform
 import random
-import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import openai
@@ -33,12 +33,14 @@ from groundwire.evaluators.erag import (
     erag_score,
 )
 from groundwire.testing import OpenAIServer, Reply
+from tests.benchmarks._timing import Timing, environment, measure, results_dir, scaled
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = results_dir()
 SEED = 20261123
 LATENCY_S = 0.050
-QUERIES = 20
-DEPTH = 10
+QUERIES = scaled(20, 2)
+DEPTH = scaled(10, 3)
+RUNS = scaled(3, 1)
 CONCURRENCY = (1, 8, 16, 32)
 METRICS = {"P_1", "P_5", "success_3", "map", "ndcg_cut_10", "recip_rank"}
 WORDS = ["paris", "london", "rome", "berlin", "madrid", "lisbon", "vienna", "prague", "oslo"]
@@ -76,10 +78,36 @@ def _reference_generator(base_url: str) -> Callable[[dict[str, list[str]]], dict
     return reference_batchify_generator(generate)  # type: ignore[no-any-return]
 
 
-def _timed(run: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], float]:
-    started = time.perf_counter()
-    result = run()
-    return result, time.perf_counter() - started
+def _reference_run(
+    retrieval: dict[str, list[str]], expected: dict[str, list[str]]
+) -> tuple[Timing, dict[str, Any]]:
+    """The reference on a fresh server: one warm-up run, then RUNS timed runs."""
+    with OpenAIServer(_model) as server:
+        server.record_requests = False
+        generator = _reference_generator(server.base_url)
+        return measure(
+            lambda: reference_eval(
+                retrieval, expected, generator, reference_batchify_metric(contains), METRICS
+            ),
+            runs=RUNS,
+        )
+
+
+def _our_run(
+    retrieval: dict[str, list[str]], expected: dict[str, list[str]], concurrency: int
+) -> tuple[Timing, dict[str, Any]]:
+    """`erag_score` on a fresh server: one warm-up run, then RUNS timed runs."""
+    with OpenAIServer(_model) as server:
+        server.record_requests = False
+        generator = OpenAIGenerator(
+            "bench", base_url=server.base_url, api_key="bench", max_concurrency=concurrency
+        )
+        return measure(
+            lambda: erag_score(
+                retrieval, expected, generator, batchify_downstream_metric(contains), METRICS
+            ),
+            runs=RUNS,
+        )
 
 
 def _markdown(results: dict[str, Any]) -> str:
@@ -108,7 +136,10 @@ def _markdown(results: dict[str, Any]) -> str:
         "",
         f"The reference spends {results['reference']['ms_per_doc']:.0f} ms per document: the "
         f"{results['latency_ms']:.0f} ms latency plus the HTTP round trip to the test server. "
-        f"Python {results['python']}, {results['machine']}.",
+        f"Seconds are the median of {results['reference']['timing']['runs']} runs after one "
+        "warm-up run, each side on a fresh server (min and max in erag.json). "
+        f"Python {results['environment']['python']}, {results['environment']['machine']}, "
+        f"load average {results['environment']['load_average_1m']} at the end.",
         "",
     ]
     return "\n".join(lines)
@@ -118,37 +149,21 @@ def main() -> None:
     """Score the workload with the reference and with our adapter; write the results files."""
     retrieval, expected = _workload()
     documents = sum(len(docs) for docs in retrieval.values())
-    with OpenAIServer(_model) as server:
-        server.record_requests = False
-        reference, reference_s = _timed(
-            lambda: reference_eval(
-                retrieval,
-                expected,
-                _reference_generator(server.base_url),
-                reference_batchify_metric(contains),
-                METRICS,
-            )
+    reference_t, reference = _reference_run(retrieval, expected)
+    ours_rows = []
+    same = True
+    for concurrency in CONCURRENCY:
+        timing, ours = _our_run(retrieval, expected, concurrency)
+        same = same and ours == reference
+        ours_rows.append(
+            {
+                "max_concurrency": concurrency,
+                "seconds": timing.median_s,
+                "timing": timing.as_dict(),
+                "docs_per_s": documents / timing.median_s,
+                "ratio": reference_t.median_s / timing.median_s,
+            }
         )
-        ours_rows = []
-        same = True
-        for concurrency in CONCURRENCY:
-            generator = OpenAIGenerator(
-                "bench", base_url=server.base_url, api_key="bench", max_concurrency=concurrency
-            )
-            ours, seconds = _timed(
-                lambda generator=generator: erag_score(  # type: ignore[misc]
-                    retrieval, expected, generator, batchify_downstream_metric(contains), METRICS
-                )
-            )
-            same = same and ours == reference
-            ours_rows.append(
-                {
-                    "max_concurrency": concurrency,
-                    "seconds": seconds,
-                    "docs_per_s": documents / seconds,
-                    "ratio": reference_s / seconds,
-                }
-            )
     results: dict[str, Any] = {
         "documents": documents,
         "queries": QUERIES,
@@ -157,15 +172,15 @@ def main() -> None:
         "metrics": sorted(METRICS),
         "same_numbers": same,
         "reference": {
-            "seconds": reference_s,
-            "docs_per_s": documents / reference_s,
-            "ms_per_doc": reference_s / documents * 1000,
+            "seconds": reference_t.median_s,
+            "timing": reference_t.as_dict(),
+            "docs_per_s": documents / reference_t.median_s,
+            "ms_per_doc": reference_t.median_s / documents * 1000,
         },
         "ours": ours_rows,
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {platform.system()}",
+        "environment": environment(),
     }
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "erag.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / "erag.md").write_text(_markdown(results))
     print(_markdown(results), flush=True)

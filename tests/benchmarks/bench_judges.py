@@ -35,16 +35,20 @@ from groundwire._evaluator import arun_evaluator
 from groundwire.evaluators.groundedness import ResponseGroundedness
 from groundwire.judges import JudgeClient, JudgeConfig
 from groundwire.judges._prompts import groundedness_messages
+from tests.benchmarks._timing import environment, results_dir, scaled
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = results_dir()
 LATENCY_S = 0.2
 CONCURRENCY = 16
 CALLS_PER_TURN = 2
-TURNS = 2_000
-TRACED_TURNS = 1_000
-PEER_TURNS = 600
-LATENCY_TURNS = 15
-CHECKPOINT = 250
+TURNS = scaled(1_000, 40)
+"""Timed turns on each side (groundwire and the bare client), each on a fresh server."""
+WARMUP_TURNS = scaled(64, 8)
+"""Untimed turns each side runs first on its server (connections, imports, caches)."""
+TRACED_TURNS = scaled(1_000, 40)
+PEER_TURNS = TURNS
+LATENCY_TURNS = scaled(15, 3)
+CHECKPOINT = scaled(250, 10)
 IDEAL = CONCURRENCY / LATENCY_S / CALLS_PER_TURN
 CONTEXT = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. It was "
@@ -120,6 +124,8 @@ async def _drive(
     """Score `count` turns with 2 x CONCURRENCY turns in flight, noting memory every CHECKPOINT
     turns (traced: tracemalloc after a collection; else RSS, which costs nothing to read).
     Returns (wall seconds, CPU seconds)."""
+    for turn in _turns(WARMUP_TURNS):
+        await arun_evaluator(evaluator, turn)
     turns = iter(enumerate(_turns(count), start=1))
     failures = 0
 
@@ -167,6 +173,9 @@ async def _drive_peer(base_url: str, count: int) -> tuple[float, float]:
                 *(call(groundedness_messages(j, turn.answer, context)) for j in range(2))
             )
 
+    turns = iter(_turns(WARMUP_TURNS))
+    await asyncio.gather(*(worker() for _ in range(2 * CONCURRENCY)))
+    turns = iter(_turns(count))
     started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(2 * CONCURRENCY)))
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -201,6 +210,7 @@ def main() -> None:
     """Run the latency, peer, throughput and memory phases; write results/judges.{md,json}."""
     with _server(LATENCY_S) as (base_url, _):
         ours_latency, sequential_latency = asyncio.run(_latencies(base_url))
+    with _server(LATENCY_S) as (base_url, _):
         peer_s, peer_cpu = asyncio.run(_drive_peer(base_url, PEER_TURNS))
         print(f"peer: {PEER_TURNS / peer_s:.1f} turns/s", flush=True)
     rss: list[dict[str, float]] = []
@@ -235,6 +245,7 @@ def main() -> None:
         "turn_latency_ours_median_s": statistics.median(ours_latency),
         "turn_latency_sequential_median_s": statistics.median(sequential_latency),
         "rss_checkpoints": rss,
+        "warmup_turns": WARMUP_TURNS,
         "rss_growth_mib_500_to_end": rss[-1]["mib"] - rss[1]["mib"],
         "traced_turns": TRACED_TURNS,
         "traced_checkpoints": traced,
@@ -244,8 +255,9 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "openai": openai.__version__,
+        "environment": environment(),
     }
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "judges.json").write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "judges.md").write_text(_markdown(result))
     print(_markdown(result))
@@ -274,11 +286,11 @@ def _markdown(r: dict[str, Any]) -> str:
             f"{r['turn_latency_sequential_median_s']:.3f} s",
         ),
         (
-            f"RSS growth, turn 500 -> {r['turns']:,}",
+            f"RSS growth, turn {2 * CHECKPOINT} -> {r['turns']:,}",
             f"{r['rss_growth_mib_500_to_end']:+.2f} MiB",
         ),
         (
-            f"tracemalloc growth, turn 500 -> {r['traced_turns']:,}",
+            f"tracemalloc growth, turn {2 * CHECKPOINT} -> {r['traced_turns']:,}",
             f"{r['traced_growth_mib_500_to_end']:+.3f} MiB",
         ),
         ("load average (1 min) at the end, cores", f"{r['load_average_1m']:.1f}, {r['cpus']}"),
@@ -292,6 +304,8 @@ A local OpenAI-compatible server (own process) answers every call after
 {r["latency_s"] * 1000:.0f} ms; the concurrency limit is {r["concurrency"]} calls, so the ideal is
 {r["concurrency"]} / {r["latency_s"]} s / {r["calls_per_turn"]} calls =
 **{r["ideal_turns_per_s"]:.0f} turns/s**. Python {r["python"]}, openai {r["openai"]}.
+Fairness: groundwire and the bare client each score {r["turns"]:,} timed turns on a fresh server
+after the same {r["warmup_turns"]} untimed warm-up turns on it.
 Run: `python -m tests.benchmarks judges`.
 
 | measure | value |

@@ -22,7 +22,6 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,15 +29,18 @@ from rank_bm25 import BM25Okapi
 
 from groundwire.embeddings import E5Embedder, cosine_pairs
 from groundwire.evaluators.quote_verification import verify_quotes
+from tests.benchmarks._timing import Timing, environment, measure, results_dir, scaled
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = results_dir()
 SEED = 20261123
-N_DOCS = 40
+N_DOCS = scaled(40, 4)
 DOC_CHARS = 7_500
-PER_KIND = 80
+PER_KIND = scaled(80, 4)
+RUNS = scaled(3, 1)
+"""Timed runs per side after one untimed warm-up run; the figure is the median."""
 KINDS = ("exact", "respaced", "typo", "ellipsis", "invented")
 IOU_NEEDED = 0.8
-EMBED_SAMPLE = 30
+EMBED_SAMPLE = scaled(30, 5)
 
 
 # --- corpus ---------------------------------------------------------------------------------------
@@ -376,14 +378,9 @@ def _accuracy(
     return {kind: sum(oks) / len(oks) for kind, oks in per_kind.items()}
 
 
-def _timed(run: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Best wall time of `repeat` runs, and the last result."""
-    best, result = math.inf, None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - started)
-    return best, result
+def _timed(run: Callable[[], Any]) -> tuple[Timing, Any]:
+    """Median wall time of RUNS runs after one warm-up run (the same on both sides)."""
+    return measure(run, runs=RUNS, warmup=1)
 
 
 def main() -> None:
@@ -398,8 +395,9 @@ def main() -> None:
         flush=True,
     )
 
-    ours_s, ours = _timed(lambda: verify_quotes(quotes, documents, embedder=None), 5)
-    base_s, base = _timed(lambda: baseline_verify(quotes, documents), 1)
+    ours_t, ours = _timed(lambda: verify_quotes(quotes, documents, embedder=None))
+    base_t, base = _timed(lambda: baseline_verify(quotes, documents))
+    ours_s, base_s = ours_t.median_s, base_t.median_s
     ours_acc = _accuracy(cases, ours, joined, getattr)
     base_acc = _accuracy(cases, base, joined, lambda row, key: row[key])
     ours_exact = _accuracy(cases, ours, joined, getattr, 1.0)
@@ -408,16 +406,25 @@ def main() -> None:
     per_kind_time: dict[str, dict[str, float]] = {}
     for kind in KINDS:
         subset = [c.quote for c in cases if c.kind == kind]
-        o_s, _ = _timed(lambda s=subset: verify_quotes(s, documents, embedder=None), 3)
-        b_s, _ = _timed(lambda s=subset: baseline_verify(s, documents), 1)
-        per_kind_time[kind] = {"ours_s": o_s, "baseline_s": b_s, "speedup": b_s / o_s}
+        o_t, _ = _timed(lambda s=subset: verify_quotes(s, documents, embedder=None))
+        b_t, _ = _timed(lambda s=subset: baseline_verify(s, documents))
+        per_kind_time[kind] = {
+            "ours_s": o_t.median_s,
+            "baseline_s": b_t.median_s,
+            "speedup": b_t.median_s / o_t.median_s,
+            "ours": o_t.as_dict(),
+            "baseline": b_t.as_dict(),
+        }
 
     trim_methods: dict[str, dict[str, Any]] = {}
     for method in ("fuzzy", "sliding_bm25", "hybrid"):
-        m_s, m_rows = _timed(
-            lambda m=method: verify_quotes(quotes, documents, embedder=None, trim_method=m), 3
+        m_t, m_rows = _timed(
+            lambda m=method: verify_quotes(quotes, documents, embedder=None, trim_method=m)
         )
-        trim_methods[method] = {"s": m_s, "accuracy": _accuracy(cases, m_rows, joined, getattr)}
+        trim_methods[method] = {
+            "s": m_t.median_s,
+            "accuracy": _accuracy(cases, m_rows, joined, getattr),
+        }
 
     embedder = E5Embedder()
     load_started = time.perf_counter()
@@ -425,12 +432,12 @@ def main() -> None:
     load_s = time.perf_counter() - load_started
     located = [row for row in ours if row.span_text]
     sample = located[:EMBED_SAMPLE]
-    embed_s, cosines = _timed(
+    embed_t, cosines = _timed(
         lambda: cosine_pairs(
             embedder, [row.quote for row in sample], [row.span_text for row in sample]
-        ),
-        1,
+        )
     )
+    embed_s = embed_t.median_s
     rate = 2 * len(sample) / embed_s
 
     results: dict[str, Any] = {
@@ -442,6 +449,8 @@ def main() -> None:
         "ours_s": ours_s,
         "baseline_s": base_s,
         "speedup": base_s / ours_s,
+        "ours": ours_t.as_dict(),
+        "baseline": base_t.as_dict(),
         "accuracy": {"ours": ours_acc, "baseline": base_acc},
         "exact_span": {"ours": ours_exact, "baseline": base_exact},
         "per_kind_time": per_kind_time,
@@ -456,8 +465,9 @@ def main() -> None:
             "median_cosine_sample": statistics.median(cosines) if cosines else None,
         },
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
+        "environment": environment(),
     }
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "quote_verification.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / "quote_verification.md").write_text(_markdown(results))
     print(_markdown(results), flush=True)
@@ -514,9 +524,11 @@ def _markdown(r: dict[str, Any]) -> str:
         "with the default embedder, embedding dominates the cost of `verify_quotes`. Pass "
         "`embedder=None` when cosine similarity is not needed.",
         "",
-        f"Python {r['machine']['python']}; times are the best of 5 runs (3 per kind) for "
-        "verify_quotes and one run for the baseline, on a shared 2-core machine "
-        "(absolute times vary up to 3x with load; the ratios are what to read).",
+        f"Python {r['machine']['python']}; times are the median of {r['ours']['runs']} runs "
+        "after one warm-up run, the same on both sides (min and max in "
+        "quote_verification.json), on a shared 2-core machine (load average "
+        f"{r['environment']['load_average_1m']} at the end; absolute times vary up to 3x with "
+        "load; the ratios are what to read).",
         "",
     ]
     return "\n".join(lines)

@@ -1,0 +1,127 @@
+"""`make mutation`: run mutmut on the core modules and write the kill score per module.
+
+    python -m tests.mutation [--only PATTERN ...] [--children N]
+
+Mutants are made by mutmut from `[tool.mutmut]` in pyproject.toml; each runs against the selected
+tests that reach its function. A mutant counts as killed when a test fails on it. Survivors listed
+in tests/mutation/equivalent.toml (with the reason each is equivalent) are left out of the score;
+every other survivor, and every mutant no test reaches, counts against it. Results go to
+tests/benchmarks/results/mutation.md and mutation.json. Not part of the default test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "tests" / "benchmarks" / "results"
+EQUIVALENT = Path(__file__).with_name("equivalent.toml")
+TARGET = 0.90
+_LINE = re.compile(r"^\s*(?P<name>\S+): (?P<status>.+)$")
+
+
+def _mutmut(*args: str, env: dict[str, str]) -> str:
+    """Run the mutmut CLI beside this interpreter; its output as text."""
+    mutmut = Path(sys.executable).with_name("mutmut")
+    done = subprocess.run(
+        [str(mutmut), *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode not in (0, 1):
+        sys.exit(f"mutmut {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def _module(mutant: str) -> str:
+    """`groundwire.runner._sampling.x_trace_sampled__mutmut_3` -> `groundwire.runner._sampling`."""
+    parts = mutant.split(".")
+    while parts and (parts[-1].startswith("x_") or parts[-1].startswith("xǁ")):
+        parts.pop()
+    return ".".join(parts)
+
+
+def main() -> None:
+    """Run, score per module, write the results page."""
+    parser = argparse.ArgumentParser(prog="python -m tests.mutation")
+    parser.add_argument("--only", nargs="*", default=[], help="mutant name patterns (mutmut's)")
+    parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+    # The folder must exist before the interpreter starts, or the import system caches it as
+    # missing and the tests import the unmutated package.
+    (ROOT / "mutants" / "src").mkdir(parents=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "mutants" / "src")}
+    _mutmut("run", "--max-children", str(args.children), *args.only, env=env)
+    equivalent: dict[str, str] = tomllib.loads(EQUIVALENT.read_text())["equivalent"]
+    tally: dict[str, Counter[str]] = defaultdict(Counter)
+    survivors: dict[str, list[str]] = defaultdict(list)
+    for line in _mutmut("results", "--all", "true", env=env).splitlines():
+        match = _LINE.match(line)
+        if match is None:
+            continue
+        name, status = match["name"], match["status"].strip()
+        module = _module(name)
+        if name in equivalent:
+            tally[module]["equivalent"] += 1
+            continue
+        tally[module][status] += 1
+        if status not in ("killed", "not checked"):
+            survivors[module].append(f"{name} ({status})")
+    _write(tally, survivors, equivalent)
+
+
+def _write(
+    tally: dict[str, Counter[str]], survivors: dict[str, list[str]], equivalent: dict[str, str]
+) -> None:
+    """tests/benchmarks/results/mutation.md and .json from the tallies."""
+    rows, data = [], {}
+    for module in sorted(tally):
+        counts = tally[module]
+        if set(counts) <= {"not checked", "equivalent"}:
+            rows.append(f"| `{module}` | – | – | {counts['equivalent']} | not run | – |")
+            data[module] = {**counts, "score": None}
+            continue
+        counted = sum(v for k, v in counts.items() if k != "equivalent")
+        score = counts["killed"] / counted if counted else 1.0
+        data[module] = {**counts, "score": round(score, 4), "survivors": survivors[module]}
+        verdict = "met" if score >= TARGET else "MISSED"
+        rows.append(
+            f"| `{module}` | {counts['killed']} | {counted - counts['killed']} | "
+            f"{counts['equivalent']} | {score:.0%} | {verdict} |"
+        )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "mutation.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    lines = [
+        "# Mutation testing (mutmut)",
+        "",
+        "Written by `make mutation` (`python -m tests.mutation`). Score = killed / (mutants -",
+        f"equivalent); survivors and mutants no selected test reaches count against it. Target"
+        f" {TARGET:.0%} per module.",
+        "",
+        "| module | killed | survived or unreached | equivalent | score | target |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+        "## Equivalent mutants (left out of the score)",
+        "",
+        *[f"- `{name}`: {reason}" for name, reason in sorted(equivalent.items())],
+        "",
+        "## Survivors",
+        "",
+        *[f"- {s}" for module in sorted(survivors) for s in survivors[module]],
+        "",
+    ]
+    (RESULTS / "mutation.md").write_text("\n".join(lines))
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
