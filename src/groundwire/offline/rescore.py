@@ -19,6 +19,7 @@ import math
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -31,13 +32,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final, Literal
 
+from groundwire import semconv
 from groundwire._evaluate import EvaluatorSpec
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn
-from groundwire.offline._export import OtlpExport
+from groundwire.offline._export import ExportReport, OtlpExport
 from groundwire.offline._pipeline import DEFAULT_WINDOW, TurnCounts, WindowOptions, iter_turns
 from groundwire.offline._results import TurnResult
-from groundwire.offline._resume import done_keys
+from groundwire.offline._resume import resume_state
 from groundwire.offline._scoring import (
     WorkerScores,
     init_worker,
@@ -47,7 +49,13 @@ from groundwire.offline._scoring import (
 )
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, ReadStats, TraceFormat
-from groundwire.offline.writers import ResultWriter, open_writer, output_suffix
+from groundwire.offline.writers import (
+    OutputTarget,
+    ResultWriter,
+    check_output_paths,
+    open_writer,
+    output_suffix,
+)
 
 __all__ = ["EvaluatorTally", "ProgressHook", "RescoreSummary", "StopFlag", "rescore"]
 
@@ -63,6 +71,8 @@ class EvaluatorTally:
     scored: int = 0
     not_applicable: int = 0
     failed: int = 0
+    skipped: int = 0
+    """Not run: no judge configured, or the judge unreachable (label `skipped`, value None)."""
     total: float = 0.0
 
     @property
@@ -88,6 +98,13 @@ class RescoreSummary:
     expected_matched: int = 0
     """Turns given gold answers from the `expected` file."""
     exported_spans: int = 0
+    """Carrier spans handed to the OTLP exporter (see `export` for what the endpoint accepted)."""
+    export: ExportReport | None = None
+    """What `--export-otlp` delivered, when it was asked for."""
+    resume_notes: list[str] = field(default_factory=list)
+    """What `--resume` found in OUT (a torn last record dropped, a leftover partial file)."""
+    kept_partial: Path | None = None
+    """Where a failed run kept the results it wrote (OUT itself left as it was)."""
     interrupted: bool = False
     elapsed_s: float = 0.0
     results: list[TurnResult] | None = None
@@ -102,6 +119,23 @@ class RescoreSummary:
     def turns_skipped(self) -> int:
         """Turns read but not scored: already in OUT, or left when the run was interrupted."""
         return self.counts.turns - self.turns_scored
+
+    @property
+    def evaluations(self) -> int:
+        """Evaluations this run made (turns scored x evaluators), whatever their outcome."""
+        return sum(
+            t.scored + t.not_applicable + t.failed + t.skipped for t in self.tallies.values()
+        )
+
+    @property
+    def evaluations_failed(self) -> int:
+        """Evaluations that failed (NaN) or were skipped (no judge, judge unreachable)."""
+        return sum(t.failed + t.skipped for t in self.tallies.values())
+
+    @property
+    def damaged_inputs(self) -> int:
+        """Bad records skipped plus compressed streams cut short (what makes input partial)."""
+        return self.read.bad_records + int(getattr(self.read, "damaged_files", 0))
 
     def means(self) -> dict[str, float | None]:
         """Evaluator name -> mean computed value."""
@@ -126,15 +160,15 @@ class RescoreSummary:
             out.append(f"left out {c.evaluation_spans} evaluation spans of earlier scoring")
         if self.expected_matched:
             out.append(f"gold answers attached to {self.expected_matched} turns")
-        if self.exported_spans:
-            out.append(f"exported {self.exported_spans} evaluation spans over OTLP")
+        if self.export is not None:
+            out.extend(self.export.lines())
         if self.interrupted:
             out.append("interrupted: the output holds every turn scored before the stop")
         return out
 
 
 class StopFlag:
-    """Set by the first Ctrl-C (SIGINT): the run stops after the chunks in flight."""
+    """Set by the first Ctrl-C (SIGINT) or SIGTERM: the run stops after the chunks in flight."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
@@ -150,28 +184,37 @@ class StopFlag:
         return self._event.is_set()
 
 
+_STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+"""Signals that stop a run gracefully (Ctrl-C; what `kill`, systemd and Kubernetes send)."""
+
+
 class _SigintHandler:
-    """First SIGINT sets the stop flag; the second one aborts (default behaviour)."""
+    """First SIGINT or SIGTERM sets the stop flag; a second stops at once (KeyboardInterrupt)."""
 
     def __init__(self, stop: StopFlag) -> None:
         self._stop = stop
-        self._previous: Any = None
-        self._installed = False
+        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _SigintHandler:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-            self._installed = True
+            for signum in _STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        """First Ctrl-C: ask the run to stop; the next one raises KeyboardInterrupt."""
+        """First signal: ask the run to stop; the next one raises KeyboardInterrupt."""
         self._stop.set()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for stop_signal in _STOP_SIGNALS:
+            signal.signal(stop_signal, _interrupt)
 
     def __exit__(self, *exc: object) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """A second stop signal: raise KeyboardInterrupt (the CLI exits 130)."""
+    raise KeyboardInterrupt
 
 
 def _check_workers(workers: int, spec: Any) -> None:
@@ -306,8 +349,19 @@ def rescore(
     out_path = Path(out) if out is not None else None
     if out_path is not None:
         output_suffix(out_path)
+        inputs = [("trace file", path) for path in path_list]
+        if isinstance(expected, str | os.PathLike):
+            inputs.append(("--expected file", expected))
+        check_output_paths([("output", out_path)], inputs)
     gold = ExpectedAnswers.load(expected) if isinstance(expected, str | os.PathLike) else expected
-    skip = done_keys(out_path) if resume and out_path is not None else set()
+    notice = on_problem or _print_notice
+    skip: set[tuple[str, str]] = set()
+    resume_notes: list[str] = []
+    if resume and out_path is not None:
+        state = resume_state(out_path, names)
+        skip, resume_notes = state.keys, state.notes
+        for note in state.notes:
+            notice(note)
     stop = stop or StopFlag()
     summary = RescoreSummary(
         evaluators=names,
@@ -317,16 +371,21 @@ def rescore(
         total_bytes=sum(Path(p).stat().st_size for p in path_list),
         tallies={name: EvaluatorTally() for name in names},
         results=None if out_path is not None else [],
+        resume_notes=resume_notes,
     )
     problems = Problems(strict=strict, stats=summary.read, on_report=on_problem)
     export = None
     if export_otlp:
         export = OtlpExport(export_otlp if isinstance(export_otlp, str) else None)
     writer: ResultWriter | None = None
+    target = OutputTarget(out_path, append=resume) if out_path is not None else None
     failed = True
     try:
-        if out_path is not None:
-            writer = open_writer(out_path, names, append=resume)
+        if target is not None:
+            target.prepare()
+            if target.replaced_leftover:
+                notice(f"replaced {target.partial}, left by an earlier run that did not finish")
+            writer = open_writer(target.write_path, names, append=resume)
         spec: Any = evaluators if workers > 1 or engine == "ray" else resolved
         with _SigintHandler(stop):
             if engine == "ray":
@@ -372,13 +431,47 @@ def rescore(
             summary.expected_matched = gold.matched
         try:
             if writer is not None:
-                writer.close(interrupted=failed or summary.interrupted)
+                _finish_output(writer, target, summary, failed=failed, notice=notice)
         finally:
             if export is not None:
                 export.close()
                 summary.exported_spans = export.spans
+                summary.export = export.report
         summary.elapsed_s = time.perf_counter() - started
     return summary
+
+
+def _print_notice(text: str) -> None:
+    """Default notice sink: one line on stderr."""
+    print(f"groundwire: {text}", file=sys.stderr)
+
+
+def _finish_output(
+    writer: ResultWriter,
+    target: OutputTarget | None,
+    summary: RescoreSummary,
+    *,
+    failed: bool,
+    notice: Callable[[str], None],
+) -> None:
+    """Close the writer; move the output into place, or (failed) keep what was written aside."""
+    rows = summary.turns_scored
+    abandon = getattr(writer, "abandon", None)
+    if failed and abandon is not None:
+        abandon()
+    else:
+        writer.close(interrupted=failed or summary.interrupted)
+    if target is None:
+        return
+    keep_old = summary.interrupted and rows == 0 and target.path.exists()
+    if not failed and not keep_old:
+        target.commit()
+        return
+    kept = target.abandon(rows)
+    if failed:
+        where = f"the {rows} results written are kept in {kept}" if kept else "no result written"
+        notice(f"the run failed: {where}; {target.path} is left as it was")
+        summary.kept_partial = kept
 
 
 def _sink(
@@ -399,7 +492,9 @@ def _sink(
         summary.turns_scored += 1
         for name, score in result.scores.items():
             tally = summary.tallies.setdefault(name, EvaluatorTally())
-            if score.value is None:
+            if score.value is None and score.label == semconv.LABEL_SKIPPED:
+                tally.skipped += 1
+            elif score.value is None:
                 tally.not_applicable += 1
             elif math.isnan(score.value):
                 tally.failed += 1
