@@ -57,9 +57,10 @@ def explain(summary: RescoreSummary, code: ExitCode) -> str | None:
             f"of {summary.evaluations}"
         )
     if code is ExitCode.INTERNAL_ERROR and summary.export is not None:
+        why = "; ".join(summary.export.reasons) or "unknown"
         return (
             f"--export-otlp delivered nothing: {summary.export.endpoint} accepted none of "
-            f"{summary.export.emitted} evaluation spans"
+            f"{summary.export.emitted} evaluation spans ({why})"
         )
     if code is ExitCode.PARTIAL_INPUT:
         return (

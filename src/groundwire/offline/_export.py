@@ -77,18 +77,27 @@ class ExportReport:
 
 
 class _ReasonLog(logging.Handler):
-    """Keeps the OTLP exporters' failure messages (first line) instead of printing them."""
+    """Keeps the OTLP exporters' failure messages (first line each) instead of printing them."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
-        self.last: str | None = None
+        self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        """Remember the latest failure message."""
+        """Remember a failure message."""
         try:
-            self.last = record.getMessage().splitlines()[0][:300]
+            text = record.getMessage().splitlines()[0][:300]
         except Exception:  # a malformed log call must not break the export
-            self.last = record.msg if isinstance(record.msg, str) else None
+            text = str(record.msg)[:300]
+        self.messages.append(text)
+        del self.messages[1:-1]
+
+    def reason(self) -> str | None:
+        """The last message, with the first (usually the cause) when they differ."""
+        if not self.messages:
+            return None
+        first, last = self.messages[0], self.messages[-1]
+        return last if first == last else f"{last} (first: {first})"
 
 
 class _CountingExporter(SpanExporter):
@@ -102,7 +111,7 @@ class _CountingExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Export through the real exporter; count the spans as accepted or rejected."""
-        self._reasons.last = None
+        self._reasons.messages.clear()
         try:
             result = self._inner.export(spans)
             reason = None
@@ -114,7 +123,7 @@ class _CountingExporter(SpanExporter):
                 self._report.accepted += len(spans)
             else:
                 self._report.rejected += len(spans)
-                why = reason or self._reasons.last or "the exporter reported a failure"
+                why = reason or self._reasons.reason() or "the exporter reported a failure"
                 self._report.reasons[why] += len(spans)
         return result
 
