@@ -90,9 +90,7 @@ def test_every_judge_call_refused(tmp_path: Path, clean_env: None) -> None:
             "GROUNDWIRE_JUDGE_API_KEY": "test",
             "GROUNDWIRE_JUDGE_MAX_RETRIES": "0",
         }
-        code, stderr = _run(
-            traces, "-e", "groundedness", "-o", tmp_path / "o.jsonl", "-q", env=env
-        )
+        code, stderr = _run(traces, "-e", "groundedness", "-o", tmp_path / "o.jsonl", "-q", env=env)
         assert server.request_count >= 4
     assert code == ExitCode.ALL_EVALUATIONS_FAILED == 6, stderr
     assert "every evaluation failed or was skipped: 4 failed, 0 skipped, of 4" in stderr

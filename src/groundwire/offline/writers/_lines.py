@@ -95,7 +95,7 @@ class CsvWriter:
         self._evaluators = list(evaluators)
         self._out = _LineFile(path, append=append)
         self._buffer = io.StringIO()
-        self._csv = csv.writer(self._buffer, lineterminator="\n")
+        self._csv = csv.writer(self._buffer, lineterminator="\r\n")  # RFC 4180; quotes a lone CR
         if self._out.empty:
             self._row(csv_header(self._evaluators))
 

@@ -90,7 +90,7 @@ class XlsxWriter:
                 self._quote_row += 1
 
     def _write_row(self, sheet: Any, row: int, values: list[Any]) -> None:
-        """Write one row: text as string cells (formula-like text quote-prefixed), the rest typed."""
+        """Write a row: text as string cells (formula-like text quote-prefixed), the rest typed."""
         for column, value in enumerate(values):
             if isinstance(value, str):
                 style = self._text if is_formula_like(value) else None
