@@ -133,11 +133,11 @@ def _check_paths(paths: list[Path], expected: Path | None, out: Path) -> None:
     if expected is not None and not expected.is_file():
         bad_argument(f"--expected: {expected} is not a file")
     try:
-        output_suffix(out)
         inputs = [("trace file", path) for path in paths]
         if expected is not None:
             inputs.append(("--expected file", expected))
         check_output_paths([("--out", out)], inputs)
+        output_suffix(out)
     except ValueError as error:
         bad_argument(str(error))
 
