@@ -4,12 +4,14 @@
 from groundwire.offline.readers import Problems, read_spans
 
 for batch in read_spans(["traces.jsonl.gz", "jaeger.json"], Problems()):
-    ...  # batch.spans: list[SpanRecord], batch.where: "file:line"
+    ...  # batch.spans: list[SpanRecord], batch.logs: list[LogRecordData], batch.where
 ```
 
 Formats are detected from the first bytes (gzip and zstd are decompressed transparently); a bad
 record is reported with its file and line and skipped (`Problems(strict=True)` raises instead).
-Each reader holds one record at a time, so memory does not grow with the file.
+Log records (OTLP `resourceLogs` lines, `LogsData` protobuf frames) come as `SpanBatch.logs`,
+counted in `ReadStats.log_records`. Each reader holds one record at a time, so memory does not
+grow with the file.
 """
 
 from __future__ import annotations
@@ -64,11 +66,28 @@ def read_file(
     if fmt is not None and fmt not in _READERS:
         raise ValueError(f"unknown trace format {fmt!r}; expected one of {list(FORMATS)}")
     with open_source(path) as source:
-        chosen = fmt or detect_format(source)
         stats = problems.stats
+        try:
+            chosen = fmt or detect_format(source)
+        except ValueError:
+            if source.damage is None:
+                raise
+            stats.files += 1
+            problems.damaged(str(source.path), source.damage.describe())
+            return
         stats.files += 1
+        records_before = stats.records
         try:
             yield from _READERS[chosen](source, problems)
+            damage = source.damage
+            if damage is not None:
+                read = stats.records - records_before
+                message = (
+                    damage.describe(unit="messages", count=read)
+                    if chosen == "otlp-proto"
+                    else damage.describe()
+                )
+                problems.damaged(str(source.path), message)
         finally:
             stats.bytes_done += source.size
             stats.file_position = 0

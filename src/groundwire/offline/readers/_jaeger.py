@@ -258,6 +258,8 @@ def read_jaeger(source: SourceFile, problems: Problems) -> Iterator[SpanBatch]:
             stats.spans += len(records)
             yield SpanBatch(records, item_where)
     except (ValueError, UnicodeDecodeError) as error:
+        if source.damage is not None:
+            return  # a trace cut by the damage, reported once by `read_file`
         stats.records += 1
         message = str(error)
         if message.startswith(where):
