@@ -14,7 +14,7 @@ from tests.offline._cli_files import write_turns
 # Each case: (command line, with {t} the trace file, {d} the tmp folder; text the message shows).
 CASES: list[tuple[str, str]] = [
     ("rescore {d}/nope.jsonl -e quoted_spans -o {d}/o.jsonl", "does not exist"),
-    ("rescore {d} -e quoted_spans -o {d}/o.jsonl", "is a directory"),
+    ("rescore {d}/empty -e quoted_spans -o {d}/o.jsonl", "/empty"),
     ("rescore {t} -o {d}/o.jsonl", "Missing option"),
     ("rescore {t} -e  -o {d}/o.jsonl", "at least one evaluator"),
     ("rescore {t} -e , -o {d}/o.jsonl", "at least one evaluator"),
@@ -65,6 +65,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_turns(["q1"], root / "t.jsonl")
     (root / "q.txt").write_text("we shall fight\n")
     (root / "doc.txt").write_text("we shall fight on the beaches")
+    (root / "empty").mkdir()
     return root
 
 

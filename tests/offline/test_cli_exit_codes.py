@@ -184,3 +184,23 @@ def test_sigterm_stops_gracefully_with_130(tmp_path: Path) -> None:
     lines = out.read_text().splitlines()
     assert 0 < len(lines) < 300
     assert b"interrupted after" in stderr and b"--resume" in stderr
+
+
+def test_cut_gzip_is_partial_input_with_results(tmp_path: Path) -> None:
+    """A gzip file cut short: what precedes the cut is scored and written; exit 3, not "Aborted"."""
+    import gzip
+
+    plain = write_turns([f"q{i}" for i in range(60)], tmp_path / "t.jsonl")
+    packed = gzip.compress(plain.read_bytes())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) * 2 // 3])
+    out = tmp_path / "o.jsonl"
+    for strict in ([], ["--strict"]):
+        result = CliRunner().invoke(
+            app, ["rescore", str(cut), "-e", "quoted_spans", "-o", str(out), *strict]
+        )
+        assert result.exit_code == ExitCode.PARTIAL_INPUT, result.output
+        assert "Aborted" not in result.output and "Traceback" not in result.output
+        assert "gzip stream ends early after line" in result.stderr
+    records = out.read_text().splitlines()
+    assert 10 < len(records) < 60

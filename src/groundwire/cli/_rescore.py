@@ -128,8 +128,6 @@ def _check_paths(paths: list[Path], expected: Path | None, out: Path) -> None:
     for path in paths:
         if not path.exists():
             bad_argument(f"trace file {path} does not exist")
-        if path.is_dir():
-            bad_argument(f"trace file {path} is a directory; pass the trace files inside it")
     if expected is not None and not expected.is_file():
         bad_argument(f"--expected: {expected} is not a file")
     try:
@@ -308,7 +306,7 @@ def rescore_command(
                 progress.update(task, completed=summary.total_bytes)
     except BadRecordError as error:
         raise CliError(f"{error} (--strict)", ExitCode.PARTIAL_INPUT) from None
-    except (ValueError, ImportError) as error:
+    except (ValueError, ImportError, FileNotFoundError) as error:
         bad_argument(str(error))
     code = exit_code(summary, allow_empty=allow_empty)
     if not quiet:

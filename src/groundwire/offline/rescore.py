@@ -135,7 +135,7 @@ class RescoreSummary:
     @property
     def damaged_inputs(self) -> int:
         """Bad records skipped plus compressed streams cut short (what makes input partial)."""
-        return self.read.bad_records + int(getattr(self.read, "damaged_files", 0))
+        return self.read.bad_records + self.read.damaged_files
 
     def means(self) -> dict[str, float | None]:
         """Evaluator name -> mean computed value."""
@@ -151,6 +151,16 @@ class RescoreSummary:
             f"scored {self.turns_scored} turns in {self.elapsed_s:.1f} s ({rate:.1f} turns/s); "
             f"skipped {self.turns_skipped} ({c.resumed} already in the output)",
         ]
+        if r.damaged_files:
+            out.append(
+                f"{r.damaged_files} file(s) damaged or cut short: every record before the damage "
+                "was read (see the messages above)"
+            )
+        if c.duplicate_spans or c.duplicate_turns:
+            out.append(
+                f"left out {c.duplicate_spans} duplicate spans and {c.duplicate_turns} duplicate "
+                "turns (the same spans exported twice)"
+            )
         if c.late_spans or c.forced_traces:
             out.append(
                 f"reassembly: {c.forced_traces} traces released early to bound memory, "
@@ -442,36 +452,8 @@ def rescore(
 
 
 def _print_notice(text: str) -> None:
-    """Default notice sink: one line on stderr."""
+    """Default destination of input notices (files passed over in a folder): stderr."""
     print(f"groundwire: {text}", file=sys.stderr)
-
-
-def _finish_output(
-    writer: ResultWriter,
-    target: OutputTarget | None,
-    summary: RescoreSummary,
-    *,
-    failed: bool,
-    notice: Callable[[str], None],
-) -> None:
-    """Close the writer; move the output into place, or (failed) keep what was written aside."""
-    rows = summary.turns_scored
-    abandon = getattr(writer, "abandon", None)
-    if failed and abandon is not None:
-        abandon()
-    else:
-        writer.close(interrupted=failed or summary.interrupted)
-    if target is None:
-        return
-    keep_old = summary.interrupted and rows == 0 and target.path.exists()
-    if not failed and not keep_old:
-        target.commit()
-        return
-    kept = target.abandon(rows)
-    if failed:
-        where = f"the {rows} results written are kept in {kept}" if kept else "no result written"
-        notice(f"the run failed: {where}; {target.path} is left as it was")
-        summary.kept_partial = kept
 
 
 def _sink(
@@ -504,3 +486,31 @@ def _sink(
     flush = getattr(writer, "flush", None)
     if flush is not None:
         flush()
+
+
+def _finish_output(
+    writer: ResultWriter,
+    target: OutputTarget | None,
+    summary: RescoreSummary,
+    *,
+    failed: bool,
+    notice: Callable[[str], None],
+) -> None:
+    """Close the writer; move the output into place, or (failed) keep what was written aside."""
+    rows = summary.turns_scored
+    abandon = getattr(writer, "abandon", None)
+    if failed and abandon is not None:
+        abandon()
+    else:
+        writer.close(interrupted=failed or summary.interrupted)
+    if target is None:
+        return
+    keep_old = summary.interrupted and rows == 0 and target.path.exists()
+    if not failed and not keep_old:
+        target.commit()
+        return
+    kept = target.abandon(rows)
+    if failed:
+        where = f"the {rows} results written are kept in {kept}" if kept else "no result written"
+        notice(f"the run failed: {where}; {target.path} is left as it was")
+        summary.kept_partial = kept
