@@ -28,6 +28,10 @@ CASES: list[tuple[str, str]] = [
         "bad options for evaluator 'quoted_spans'",
     ),
     (
+        'rescore {t} -e quoted_spans --options {{"quoted_spans":{{"min_lenn":2}}}} -o {d}/o.jsonl',
+        "did you mean 'min_len'",
+    ),
+    (
         'rescore {t} -e quoted_spans --options {{"erag":{{}}}} -o {d}/o.jsonl',
         "evaluators not selected",
     ),

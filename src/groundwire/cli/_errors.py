@@ -65,7 +65,10 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
             print_error(str(error))
             raise typer.Exit(int(error.code)) from None
         except KeyboardInterrupt:
-            err_console.print("interrupted", highlight=False)
+            err_console.print(
+                "interrupted: what was finished is written (rescore: --resume continues)",
+                highlight=False,
+            )
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except Exception as error:
             logger.debug("internal error", exc_info=True)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any, Final
 from urllib.parse import urlsplit
@@ -21,7 +24,7 @@ from rich.progress import (
 from rich.table import Table
 from typer.core import TyperCommand
 
-from groundwire._registry import available_evaluators, resolve_evaluators
+from groundwire._registry import ENTRY_POINT_GROUP, available_evaluators, resolve_evaluators
 from groundwire.cli._app import app, console, err_console
 from groundwire.cli._errors import CliError, bad_argument, guarded, nearest
 from groundwire.cli._exit import ExitCode
@@ -100,11 +103,31 @@ def _evaluators(names: list[str], extra: dict[str, dict[str, Any]]) -> list[Any]
     for name in names:
         try:
             built.append(resolve_evaluators({name: extra.get(name, {})})[0])
-        except (TypeError, ValueError) as error:
-            bad_argument(f"--options: bad options for evaluator {name!r}: {error}")
+        except TypeError as error:
+            hint = _keyword_hint(name, str(error))
+            bad_argument(f"--options: bad options for evaluator {name!r}: {error}{hint}")
+        except ValueError as error:
+            bad_argument(f"evaluator {name!r}: {error}")
         except ImportError as error:
             bad_argument(f"evaluator {name!r} cannot be used: {error}")
     return built
+
+
+def _keyword_hint(name: str, message: str) -> str:
+    """For "unexpected keyword argument 'x'": the nearest keyword the evaluator accepts."""
+    match = re.search(r"unexpected keyword argument '(\w+)'", message)
+    factory = next((ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name), None)
+    if match is None or factory is None:
+        return ""
+    try:
+        parameters = inspect.signature(factory.load()).parameters
+    except (TypeError, ValueError, ImportError):
+        return ""
+    accepted = [p for p, spec in parameters.items() if spec.kind is spec.KEYWORD_ONLY]
+    accepted += [p for p, spec in parameters.items() if spec.kind is spec.POSITIONAL_OR_KEYWORD]
+    return nearest(match.group(1), accepted) + (
+        f"; accepted: {', '.join(accepted)}" if accepted else ""
+    )
 
 
 def _endpoint(value: str) -> str:

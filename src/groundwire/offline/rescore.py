@@ -435,6 +435,10 @@ def rescore(
                     summary.elapsed_s = time.perf_counter() - started
                     progress(summary)
         failed = False
+    except KeyboardInterrupt:
+        stop.set()  # a second Ctrl-C: an interruption, not a failure; keep what was written
+        failed = False
+        raise
     finally:
         summary.interrupted = stop.is_set() and not stop.input_exhausted
         if gold is not None and engine == "local":
