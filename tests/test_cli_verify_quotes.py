@@ -163,3 +163,31 @@ def test_brackets_in_quotes_are_printed_literally(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "[bold]" in result.output and "[/bold]" in result.output
+
+
+def test_formula_like_quotes_stay_text_in_excel(tmp_path: Path) -> None:
+    """A quote that looks like a formula is a string cell in the Excel report, never a formula."""
+    attack = '=HYPERLINK("http://evil.example","click")'
+    quotes = tmp_path / "q.json"
+    quotes.write_text(json.dumps([attack, "+1 and -2"]))
+    doc = tmp_path / "doc.txt"
+    doc.write_text(f"The cell said {attack} and then +1 and -2 were added.")
+    xlsx = tmp_path / "r.xlsx"
+    result = runner.invoke(
+        app,
+        [
+            "verify-quotes",
+            "--quotes",
+            str(quotes),
+            "--docs",
+            str(doc),
+            "--xlsx",
+            str(xlsx),
+            "--no-cosine",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    book = openpyxl.load_workbook(xlsx)
+    cells = [cell for sheet in book.worksheets for row in sheet.iter_rows() for cell in row]
+    assert not [cell.coordinate for cell in cells if cell.data_type == "f"]
+    assert attack in [cell.value for cell in cells]

@@ -100,6 +100,19 @@ def test_a_failing_run_leaves_the_existing_output_as_it_was(traces: Path, tmp_pa
     assert len(kept.read_text().splitlines()) >= 32
 
 
+def test_a_run_that_reads_nothing_leaves_the_existing_output(traces: Path, tmp_path: Path) -> None:
+    """An existing OUT survives a run that could read nothing (exit 4): no empty file in its place."""
+    out = tmp_path / "prev.jsonl"
+    assert _run("rescore", traces, "-e", "quoted_spans", "-o", out, "-q")[0] == 0
+    before = out.read_bytes()
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(bytes(range(256)) * 4)
+    code, stderr = _run("rescore", junk, "-e", "quoted_spans", "-o", out, "-q")
+    assert code == ExitCode.NOTHING_READABLE
+    assert out.read_bytes() == before and f"{out} is left as it was" in stderr
+    assert not (tmp_path / "prev.partial.jsonl").exists()
+
+
 def test_a_finished_run_replaces_the_output(traces: Path, tmp_path: Path) -> None:
     """A run that ends moves its partial file into place: no partial file is left behind."""
     out = tmp_path / "o.csv"

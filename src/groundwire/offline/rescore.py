@@ -509,9 +509,13 @@ def _finish_output(
         writer.close(interrupted=failed or summary.interrupted)
     if target is None:
         return
-    keep_old = summary.interrupted and rows == 0 and target.path.exists()
+    keep_old = rows == 0 and target.path.exists() and not target.in_place
     if not failed and not keep_old:
         target.commit()
+        return
+    if keep_old and not failed:
+        target.abandon(0)
+        notice(f"no result written: {target.path} is left as it was")
         return
     kept = target.abandon(rows)
     if failed:
