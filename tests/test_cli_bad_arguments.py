@@ -92,3 +92,27 @@ def _empty_e(args: list[str]) -> list[str]:
     """`-e ""`: the split leaves an empty string after -e; keep exactly that one."""
     index = args.index("-e")
     return [*args[: index + 1], "", *[arg for arg in args[index + 1 :] if arg != ""]]
+
+
+def test_an_internal_error_is_one_line_never_aborted(folder: Path) -> None:
+    """An EOFError escaping (Click would print a bare "Aborted!") is one line and exit 1."""
+    from groundwire._registry import register_evaluator
+
+    class Broken:
+        @property
+        def name(self) -> str:
+            raise EOFError("stream ended")
+
+        def evaluate(self, turn: object) -> None:
+            """Never called."""
+
+    register_evaluator("broken_name", Broken, replace=True)
+    result = CliRunner().invoke(
+        app,
+        ["rescore", str(folder / "t.jsonl"), "-e", "broken_name", "-o", str(folder / "x.jsonl")],
+    )
+    assert result.exit_code == ExitCode.INTERNAL_ERROR
+    assert "Aborted" not in result.output and "Traceback" not in result.output
+    assert result.stderr.strip() == (
+        "error: internal error (a bug in groundwire; please report it): EOFError: stream ended"
+    )

@@ -77,3 +77,26 @@ def test_every_summary_line_is_a_counter(tmp_path: Path) -> None:
     assert (tally.scored, tally.not_applicable, tally.failed, tally.skipped) == (3, 0, 0, 0)
     assert summary.evaluations == 3 and summary.evaluations_failed == 0
     assert summary.damaged_inputs == 1
+
+
+def test_damage_and_duplicates_have_their_summary_lines(tmp_path: Path) -> None:
+    """A cut gzip and a file given twice: the summary's damage and duplicate lines are counters."""
+    import gzip
+
+    traces = write_turns([f"q{i}" for i in range(40)], tmp_path / "t.jsonl")
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(traces.read_bytes())
+    packed = gzip.compress(traces.read_bytes())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    summary = rescore([traces, copy, cut], ["quoted_spans"], tmp_path / "o.jsonl")
+    read, counts = summary.read, summary.counts
+    assert read.damaged_files == 1 and summary.damaged_inputs == 1 + read.bad_records
+    assert counts.turns == summary.turns_scored == 40
+    lines = summary.lines()
+    assert "1 file(s) damaged or cut short: every record before the damage was read" in lines[2]
+    assert (
+        f"left out {counts.duplicate_spans} duplicate spans and {counts.duplicate_turns} "
+        "duplicate turns (the same spans exported twice)"
+    ) in lines
+    assert counts.duplicate_spans + 3 * counts.duplicate_turns >= 120
