@@ -83,9 +83,12 @@ def test_verify_quotes_refuses_to_overwrite_its_inputs(tmp_path: Path) -> None:
     assert doc.read_text() == "we shall fight on the beaches"
 
 
-def test_a_failing_run_leaves_the_existing_output_as_it_was(traces: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_failing_run_leaves_the_existing_output_as_it_was(
+    traces: Path, tmp_path: Path, suffix: str
+) -> None:
     """An existing OUT survives a run that dies (--strict on a bad line); what it wrote is kept."""
-    out = tmp_path / "prev.jsonl"
+    out = tmp_path / f"prev{suffix}"
     assert _run("rescore", traces, "-e", "quoted_spans", "-o", out, "-q")[0] == 0
     before = out.read_bytes()
     broken = tmp_path / "broken.jsonl"
@@ -95,14 +98,18 @@ def test_a_failing_run_leaves_the_existing_output_as_it_was(traces: Path, tmp_pa
     code, stderr = _run("rescore", broken, "-e", "quoted_spans", "-o", out, "--strict", "-q")
     assert code == ExitCode.PARTIAL_INPUT
     assert out.read_bytes() == before
-    kept = tmp_path / "prev.partial.jsonl"
+    kept = tmp_path / f"prev.partial{suffix}"
     assert f"results written are kept in {kept}" in stderr and f"{out} is left as it was" in stderr
-    assert len(kept.read_text().splitlines()) >= 32
+    rows = pq.read_table(kept).num_rows if kept.is_dir() else len(kept.read_text().splitlines())
+    assert rows >= 32
 
 
-def test_a_run_that_reads_nothing_leaves_the_existing_output(traces: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet", ".xlsx", ".html"])
+def test_a_run_that_reads_nothing_leaves_the_existing_output(
+    traces: Path, tmp_path: Path, suffix: str
+) -> None:
     """An existing OUT survives a run that could read nothing (exit 4): no empty file in its place."""
-    out = tmp_path / "prev.jsonl"
+    out = tmp_path / f"prev{suffix}"
     assert _run("rescore", traces, "-e", "quoted_spans", "-o", out, "-q")[0] == 0
     before = out.read_bytes()
     junk = tmp_path / "junk.bin"
@@ -110,7 +117,7 @@ def test_a_run_that_reads_nothing_leaves_the_existing_output(traces: Path, tmp_p
     code, stderr = _run("rescore", junk, "-e", "quoted_spans", "-o", out, "-q")
     assert code == ExitCode.NOTHING_READABLE
     assert out.read_bytes() == before and f"{out} is left as it was" in stderr
-    assert not (tmp_path / "prev.partial.jsonl").exists()
+    assert not (tmp_path / f"prev.partial{suffix}").exists()
 
 
 def test_a_finished_run_replaces_the_output(traces: Path, tmp_path: Path) -> None:

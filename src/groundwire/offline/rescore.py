@@ -500,25 +500,30 @@ def _finish_output(
     failed: bool,
     notice: Callable[[str], None],
 ) -> None:
-    """Close the writer; move the output into place, or (failed) keep what was written aside."""
+    """Close the writer and move the output into place; or leave an existing OUT as it was when
+    the run failed (what it wrote is kept aside) or wrote no result at all."""
     rows = summary.turns_scored
+    keep_old = (
+        not failed
+        and rows == 0
+        and target is not None
+        and not target.append
+        and target.path.exists()
+    )
     abandon = getattr(writer, "abandon", None)
-    if failed and abandon is not None:
+    if (failed or keep_old) and abandon is not None:
         abandon()
     else:
         writer.close(interrupted=failed or summary.interrupted)
     if target is None:
         return
-    keep_old = rows == 0 and target.path.exists() and not target.in_place
     if not failed and not keep_old:
         target.commit()
         return
-    if keep_old and not failed:
-        target.abandon(0)
+    kept = target.abandon(rows)
+    if keep_old:
         notice(f"no result written: {target.path} is left as it was")
         return
-    kept = target.abandon(rows)
-    if failed:
-        where = f"the {rows} results written are kept in {kept}" if kept else "no result written"
-        notice(f"the run failed: {where}; {target.path} is left as it was")
-        summary.kept_partial = kept
+    where = f"the {rows} results written are kept in {kept}" if kept else "no result written"
+    notice(f"the run failed: {where}; {target.path} is left as it was")
+    summary.kept_partial = kept
