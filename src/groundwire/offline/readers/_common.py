@@ -88,6 +88,9 @@ class Problems:
     stats: ReadStats = field(default_factory=ReadStats)
     on_report: Callable[[str], None] | None = None
     """Called with each message instead of writing to `stream` (the CLI routes it via rich)."""
+    max_record_bytes: int = 256 << 20
+    """A record (line, protobuf message, Jaeger trace) larger than this is reported and skipped,
+    so one runaway line cannot exhaust memory."""
 
     def report(self, where: str, message: str, *, skipped: bool = True) -> None:
         """Record one bad record; raises BadRecordError in strict mode."""

@@ -111,14 +111,38 @@ def spans_from_request(data: Any) -> list[SpanRecord] | None:
     return records
 
 
+def _lines(source: SourceFile, limit: int) -> Iterator[bytes | None]:
+    """The file's lines; None in place of a line longer than `limit` (read past, never held)."""
+    readline = source.stream.readline
+    while True:
+        line = readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = readline(1 << 20)
+            yield None
+            continue
+        yield line
+
+
 def read_otlp_json(source: SourceFile, problems: Problems) -> Iterator[SpanBatch]:
     """Yield the spans (or log records) of each line of an OTLP/JSON-lines file.
 
     Bad lines go to `problems`; metrics lines are counted in `other_records` and skipped.
     """
     stats = problems.stats
-    for number, line in enumerate(source.stream, start=1):
+    limit = problems.max_record_bytes
+    for number, line in enumerate(_lines(source, limit), start=1):
         stats.file_position = source.position
+        if line is None:
+            stats.records += 1
+            problems.report(
+                f"{source.path}:{number}", f"line longer than {limit:,} bytes (the record limit)"
+            )
+            continue
+        if line[:1] == b"\0":
+            line = line.lstrip(b"\0")  # what `copytruncate` log rotation leaves before a record
         if not line.strip():
             continue
         if source.damage is not None and not line.endswith(b"\n"):
@@ -134,7 +158,7 @@ def read_otlp_json(source: SourceFile, problems: Problems) -> Iterator[SpanBatch
         except json.JSONDecodeError as error:
             problems.report(where, f"not valid JSON ({error.msg} at column {error.colno})")
             continue
-        except (ValueError, TypeError, KeyError, AttributeError) as error:
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as error:
             problems.report(where, f"not a valid OTLP/JSON {signal} request: {error}")
             continue
         except RecursionError:
