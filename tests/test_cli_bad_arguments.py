@@ -41,6 +41,7 @@ CASES: list[tuple[str, str]] = [
     ("rescore {t} -e quoted_spans -o {t}", "would destroy the input"),
     ("rescore {t} -e quoted_spans -o {d}/o.jsonl --format jeager", "did you mean 'jaeger'"),
     ("rescore {t} -e quoted_spans -o {d}/o.jsonl --engine spark", "not local or ray"),
+    ("rescore {t} -e quoted_spans -o {d}/o.jsonl --format jaeger", "is OTLP/JSON (otlp-json)"),
     ("rescore {t} -e quoted_spans -o {d}/o.jsonl --workers 0", "Invalid value"),
     ("rescore {t} -e quoted_spans -o {d}/o.jsonl --export-otlp http://", "not an OTLP endpoint"),
     ("rescore {t} -e quoted_spans -o {d}/o.jsonl --export-otlp a:b:c", "not an OTLP endpoint"),

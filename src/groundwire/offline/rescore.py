@@ -525,5 +525,6 @@ def _finish_output(
         notice(f"no result written: {target.path} is left as it was")
         return
     where = f"the {rows} results written are kept in {kept}" if kept else "no result written"
-    notice(f"the run failed: {where}; {target.path} is left as it was")
+    left = f"; {target.path} is left as it was" if target.path.exists() else ""
+    notice(f"the run failed: {where}{left}")
     summary.kept_partial = kept
