@@ -108,7 +108,7 @@ def test_a_failing_run_leaves_the_existing_output_as_it_was(
 def test_a_run_that_reads_nothing_leaves_the_existing_output(
     traces: Path, tmp_path: Path, suffix: str
 ) -> None:
-    """An existing OUT survives a run that could read nothing (exit 4): no empty file in its place."""
+    """An existing OUT survives a run that read nothing (exit 4): no empty file in its place."""
     out = tmp_path / f"prev{suffix}"
     assert _run("rescore", traces, "-e", "quoted_spans", "-o", out, "-q")[0] == 0
     before = out.read_bytes()
