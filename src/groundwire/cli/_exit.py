@@ -5,7 +5,7 @@
 | 0 | OK | success: every input read, turns found, at least one evaluation ran |
 | 1 | INTERNAL_ERROR | a bug (one line, never a traceback), or `--export-otlp` delivered nothing |
 | 2 | BAD_ARGUMENTS | bad arguments, options, paths or configuration; nothing was scored |
-| 3 | PARTIAL_INPUT | some input unreadable (bad records, a cut compressed stream); results written |
+| 3 | PARTIAL_INPUT | some input unreadable (bad records, a cut compressed file); results written |
 | 4 | NOTHING_READABLE | no span could be read from any input |
 | 5 | NO_TURNS | spans were read but no RAG turn was found (unless `--allow-empty`) |
 | 6 | ALL_EVALUATIONS_FAILED | every evaluation failed or was skipped (e.g. a dead judge) |
