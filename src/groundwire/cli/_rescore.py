@@ -222,7 +222,10 @@ def rescore_command(
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first bad record.")] = False,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Skip turns already in OUT and append (.jsonl, .csv).")
+        bool,
+        typer.Option(
+            "--resume", help="Skip turns already in OUT and append (.jsonl, .csv, .parquet)."
+        ),
     ] = False,
     workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Scoring processes.")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="local, or ray (Ray Data).")] = "local",
