@@ -100,3 +100,46 @@ def test_damage_and_duplicates_have_their_summary_lines(tmp_path: Path) -> None:
         "duplicate turns (the same spans exported twice)"
     ) in lines
     assert counts.duplicate_spans + 3 * counts.duplicate_turns >= 120
+
+
+def test_reassembly_evaluation_spans_and_interruption_lines(tmp_path: Path) -> None:
+    """The reassembly, earlier-evaluation and interruption lines carry the run's counters."""
+    from groundwire.offline._pipeline import WindowOptions
+    from groundwire.offline.rescore import StopFlag
+    from tests.offline._cli_files import _provider, turns_with_queries
+    from tests.offline._traces import KIND, write_groundwire_jsonl
+
+    spans = turns_with_queries([f"q{i}" for i in range(12)])
+    provider, exporter = _provider()
+    with provider.get_tracer("tests").start_as_current_span(
+        "evaluation", attributes={KIND: semconv.SPAN_KIND_EVALUATOR}
+    ):
+        pass
+    children = [span for span in spans if span.parent is not None]
+    roots = [span for span in spans if span.parent is None]  # every root after every child
+    ordered = [*children, *roots, *exporter.get_finished_spans()]
+    traces = write_groundwire_jsonl(ordered, tmp_path / "t.jsonl", batch=2)
+    window = WindowOptions(grace=0, max_traces=2)
+    summary = rescore(traces, ["quoted_spans"], tmp_path / "o.jsonl", window=window)
+    c = summary.counts
+    assert c.forced_traces > 0 and c.evaluation_spans == 1
+    lines = summary.lines()
+    assert (
+        f"reassembly: {c.forced_traces} traces released early to bound memory, "
+        f"{c.late_spans} late spans ignored"
+    ) in lines
+    assert "left out 1 evaluation spans of earlier scoring" in lines
+
+    stop = StopFlag()
+    plain = write_groundwire_jsonl(spans, tmp_path / "plain.jsonl", batch=3)
+    summary = rescore(
+        plain,
+        ["quoted_spans"],
+        tmp_path / "i.jsonl",
+        chunk_size=2,
+        progress=lambda _: stop.set(),
+        stop=stop,
+    )
+    assert summary.interrupted
+    assert summary.lines()[-1] == "interrupted: the output holds every turn scored before the stop"
+    assert len((tmp_path / "i.jsonl").read_text().splitlines()) == summary.turns_scored == 2
