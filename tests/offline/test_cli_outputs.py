@@ -244,3 +244,24 @@ def test_spreadsheet_cells_never_start_a_formula(tmp_path: Path) -> None:
     assert all(written[q].quotePrefix for q in FORMULAS if q != "plain text")
     quotes = [row[3].value for row in book["quotes"].iter_rows(min_row=2)]
     assert quotes and all(isinstance(quote, str) for quote in quotes)
+
+
+def test_two_runs_never_write_one_output(tmp_path: Path) -> None:
+    """A second run on an OUT another run is writing is refused (exit 2); once that run is
+    killed outright, its stale lock does not block the next one."""
+    traces = write_turns([f"q{i}" for i in range(200)], tmp_path / "t.jsonl")
+    out = tmp_path / "o.jsonl"
+    process = slow_run(traces, "-o", out)
+    try:
+        wait_for_bytes(tmp_path / "o.partial.jsonl", 1000, process)
+        code, stderr = _run("rescore", traces, "-e", "quoted_spans", "-o", out, "--resume", "-q")
+        assert code == ExitCode.BAD_ARGUMENTS
+        assert "another groundwire run is writing o.jsonl" in stderr
+        assert (tmp_path / "o.partial.jsonl").stat().st_size >= 1000
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    assert (tmp_path / ".o.jsonl.lock").exists()  # left by the killed run, but not held
+    code, _ = _run("rescore", traces, "-e", "quoted_spans", "-o", out, "-q")
+    assert code == 0 and len(out.read_text().splitlines()) == 200
+    assert not (tmp_path / ".o.jsonl.lock").exists()

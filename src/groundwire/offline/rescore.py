@@ -50,6 +50,7 @@ from groundwire.offline._scoring import (
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, ReadStats, TraceFormat
 from groundwire.offline.writers import (
+    OutputLock,
     OutputTarget,
     ResultWriter,
     check_output_paths,
@@ -365,10 +366,18 @@ def rescore(
         check_output_paths([("output", out_path)], inputs)
     gold = ExpectedAnswers.load(expected) if isinstance(expected, str | os.PathLike) else expected
     notice = on_problem or _print_notice
+    lock = OutputLock(out_path) if out_path is not None else None
+    if lock is not None:
+        lock.acquire()  # held until OUT is finished: no other run writes it meanwhile
     skip: set[tuple[str, str]] = set()
     resume_notes: list[str] = []
     if resume and out_path is not None:
-        state = resume_state(out_path, names)
+        try:
+            state = resume_state(out_path, names)
+        except BaseException:
+            assert lock is not None
+            lock.release()
+            raise
         skip, resume_notes = state.keys, state.notes
         for note in state.notes:
             notice(note)
@@ -386,7 +395,12 @@ def rescore(
     problems = Problems(strict=strict, stats=summary.read, on_report=on_problem)
     export = None
     if export_otlp:
-        export = OtlpExport(export_otlp if isinstance(export_otlp, str) else None)
+        try:
+            export = OtlpExport(export_otlp if isinstance(export_otlp, str) else None)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
     writer: ResultWriter | None = None
     target = OutputTarget(out_path, append=resume) if out_path is not None else None
     failed = True
@@ -447,6 +461,8 @@ def rescore(
             if writer is not None:
                 _finish_output(writer, target, summary, failed=failed, notice=notice)
         finally:
+            if lock is not None:
+                lock.release()
             if export is not None:
                 export.close()
                 summary.exported_spans = export.spans

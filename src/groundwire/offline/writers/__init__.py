@@ -17,6 +17,7 @@ from groundwire.offline.writers._html import HtmlReportWriter
 from groundwire.offline.writers._lines import CsvWriter, JsonLinesWriter, csv_header
 from groundwire.offline.writers._parquet import ParquetWriter
 from groundwire.offline.writers._target import (
+    OutputLock,
     OutputPathError,
     OutputTarget,
     check_output_paths,
@@ -30,6 +31,7 @@ __all__ = [
     "CsvWriter",
     "HtmlReportWriter",
     "JsonLinesWriter",
+    "OutputLock",
     "OutputPathError",
     "OutputTarget",
     "ParquetWriter",

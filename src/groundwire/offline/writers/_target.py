@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Final
+from typing import IO, Final
 
 __all__ = [
     "IN_PLACE_SUFFIXES",
+    "OutputLock",
     "OutputPathError",
     "OutputTarget",
     "check_output_paths",
@@ -93,6 +94,47 @@ def check_output_paths(
                         f"{label} {out} and {other_label} {other} are the same file; give each "
                         "output its own name"
                     )
+
+
+class OutputLock:
+    """An advisory lock on one output, so two runs never write it at once (POSIX `flock`).
+
+    The lock file `.<name>.lock` sits beside OUT; the lock dies with the process that holds it,
+    so a run killed outright never blocks the next one.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        target = Path(path)
+        self.path = target.with_name(f".{target.name}.lock")
+        self._file: IO[bytes] | None = None
+
+    def acquire(self) -> None:
+        """Take the lock; OutputPathError when another run holds it."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory locks; nothing to hold
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("ab")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise OutputPathError(
+                f"another groundwire run is writing {self.path.name[1:-5]} in {self.path.parent} "
+                "right now; wait for it, or choose another output"
+            ) from None
+        self._file = handle
+
+    def release(self) -> None:
+        """Drop the lock and its file."""
+        if self._file is None:
+            return
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            self._file.close()
+            self._file = None
 
 
 class OutputTarget:
