@@ -80,6 +80,7 @@ def test_no_turns_unless_allow_empty(tmp_path: Path) -> None:
     assert out.exists() and out.read_text() == ""
 
 
+@pytest.mark.slow
 def test_every_judge_call_refused(tmp_path: Path, clean_env: None) -> None:
     """A judge that refuses every call (400): every evaluation failed, exit 6 (was 0)."""
     traces = write_groundwire_jsonl(record_turns(4), tmp_path / "t.jsonl", batch=3)
@@ -169,6 +170,7 @@ def wait_for_bytes(path: Path, size: int, process: subprocess.Popen[bytes]) -> N
     raise AssertionError(f"{path} never reached {size} bytes")
 
 
+@pytest.mark.slow
 def test_sigterm_stops_gracefully_with_130(tmp_path: Path) -> None:
     """SIGTERM (what kill, systemd and Kubernetes send) stops like Ctrl-C: whole lines, exit 130."""
     traces = write_groundwire_jsonl(record_turns(300), tmp_path / "big.jsonl", batch=30)

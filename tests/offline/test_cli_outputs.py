@@ -194,6 +194,7 @@ def test_parquet_resume_keeps_complete_row_groups_and_drops_a_torn_one(
     assert not parts.exists()
 
 
+@pytest.mark.slow
 def test_sigkill_mid_write_then_resume(tmp_path: Path) -> None:
     """SIGKILL while writing: --resume adopts what was written and finishes; no turn twice."""
     queries = [f"q{i}" for i in range(200)]
@@ -246,6 +247,7 @@ def test_spreadsheet_cells_never_start_a_formula(tmp_path: Path) -> None:
     assert quotes and all(isinstance(quote, str) for quote in quotes)
 
 
+@pytest.mark.slow
 def test_two_runs_never_write_one_output(tmp_path: Path) -> None:
     """A second run on an OUT another run is writing is refused (exit 2); once that run is
     killed outright, its stale lock does not block the next one."""
