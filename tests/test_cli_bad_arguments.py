@@ -39,6 +39,7 @@ CASES: list[tuple[str, str]] = [
     ("rescore {t} -e quoted_spans -o {d}", "is a directory"),
     ("rescore {t} -e quoted_spans -o {t}/x.jsonl", "is not a directory"),
     ("rescore {t} -e quoted_spans -o {t}", "would destroy the input"),
+    ("rescore {t} -e quoted_spans -o {d}/" + "a" * 300 + ".jsonl", "File name too long"),
     ("rescore {t} -e quoted_spans -o {d}/o.jsonl --format jeager", "did you mean 'jaeger'"),
     ("rescore {t} -e quoted_spans -o {d}/o.jsonl --engine spark", "not local or ray"),
     ("rescore {t} -e quoted_spans -o {d}/o.jsonl --format jaeger", "is OTLP/JSON (otlp-json)"),

@@ -334,6 +334,8 @@ def rescore_command(
         raise CliError(f"{error} (--strict)", ExitCode.PARTIAL_INPUT) from None
     except (ValueError, ImportError, FileNotFoundError) as error:
         bad_argument(str(error))
+    except OSError as error:  # mid-run, e.g. a full disk: not a bug, but the run could not finish
+        raise CliError(f"{error}", ExitCode.INTERNAL_ERROR) from None
     code = exit_code(summary, allow_empty=allow_empty)
     if not quiet:
         for line in summary.lines():

@@ -51,6 +51,7 @@ from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, ReadStats, TraceFormat
 from groundwire.offline.writers import (
     OutputLock,
+    OutputPathError,
     OutputTarget,
     ResultWriter,
     check_output_paths,
@@ -406,10 +407,15 @@ def rescore(
     failed = True
     try:
         if target is not None:
-            target.prepare()
+            try:
+                target.prepare()
+                writer = open_writer(target.write_path, names, append=resume)
+            except OSError as error:
+                raise OutputPathError(
+                    f"cannot write {target.write_path}: {error.strerror or error}"
+                ) from error
             if target.replaced_leftover:
                 notice(f"replaced {target.partial}, left by an earlier run that did not finish")
-            writer = open_writer(target.write_path, names, append=resume)
         spec: Any = evaluators if workers > 1 or engine == "ray" else resolved
         with _SigintHandler(stop):
             if engine == "ray":

@@ -80,20 +80,34 @@ def check_output_paths(
     outs = [(label, Path(path)) for label, path in outputs]
     ins = [(label, Path(path)) for label, path in inputs]
     for index, (label, out) in enumerate(outs):
-        _check_writable(label, out)
-        for written in (out, partial_path(out)):
-            for in_label, source in ins:
-                if _same(written, source):
-                    raise OutputPathError(
-                        f"{label} {out} is the {in_label} {source}: writing it would destroy "
-                        "the input; choose another output name"
-                    )
-            for other_label, other in outs[index + 1 :]:
-                if _same(written, other) or _same(written, partial_path(other)):
-                    raise OutputPathError(
-                        f"{label} {out} and {other_label} {other} are the same file; give each "
-                        "output its own name"
-                    )
+        try:
+            _check_output(index, label, out, outs, ins)
+        except OSError as error:  # e.g. a name too long for the file system
+            raise OutputPathError(f"{label} {out}: {error.strerror or error}") from None
+
+
+def _check_output(
+    index: int,
+    label: str,
+    out: Path,
+    outs: list[tuple[str, Path]],
+    ins: list[tuple[str, Path]],
+) -> None:
+    """One output against the inputs and the outputs after it (see `check_output_paths`)."""
+    _check_writable(label, out)
+    for written in (out, partial_path(out)):
+        for in_label, source in ins:
+            if _same(written, source):
+                raise OutputPathError(
+                    f"{label} {out} is the {in_label} {source}: writing it would destroy "
+                    "the input; choose another output name"
+                )
+        for other_label, other in outs[index + 1 :]:
+            if _same(written, other) or _same(written, partial_path(other)):
+                raise OutputPathError(
+                    f"{label} {out} and {other_label} {other} are the same file; give each "
+                    "output its own name"
+                )
 
 
 class OutputLock:
