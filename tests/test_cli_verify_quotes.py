@@ -46,7 +46,7 @@ def test_lines_file_with_reports(tmp_path: Path) -> None:
 
 
 def test_json_list_and_directory_with_json_output(tmp_path: Path) -> None:
-    """A .json quotes file and a directory of documents; --json prints one row per quote."""
+    """A .json quotes file and a directory of documents; --json prints one JSON line per quote."""
     quotes = tmp_path / "q.json"
     quotes.write_text(json.dumps(["we shall fight on the beaches", "never surender"]))
     result = runner.invoke(
@@ -62,23 +62,9 @@ def test_json_list_and_directory_with_json_output(tmp_path: Path) -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    rows = [json.loads(chunk) for chunk in _json_chunks(result.stdout)]
+    rows = [json.loads(line) for line in result.stdout.splitlines()]  # JSON lines, nothing else
     assert [row["source_doc"] for row in rows] == ["speech", "speech"]
     assert rows[1]["span_text"] == "never surrender"
-
-
-def _json_chunks(text: str) -> list[str]:
-    """Split pretty-printed JSON objects printed one after another."""
-    chunks, depth, current = [], 0, []
-    for line in text.splitlines():
-        if not current and not line.startswith("{"):
-            continue
-        current.append(line)
-        depth += line.count("{") - line.count("}")
-        if depth == 0:
-            chunks.append("\n".join(current))
-            current = []
-    return chunks
 
 
 def test_docs_option_can_repeat() -> None:
@@ -177,3 +163,31 @@ def test_brackets_in_quotes_are_printed_literally(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "[bold]" in result.output and "[/bold]" in result.output
+
+
+def test_formula_like_quotes_stay_text_in_excel(tmp_path: Path) -> None:
+    """A quote that looks like a formula is a string cell in the Excel report, never a formula."""
+    attack = '=HYPERLINK("http://evil.example","click")'
+    quotes = tmp_path / "q.json"
+    quotes.write_text(json.dumps([attack, "+1 and -2"]))
+    doc = tmp_path / "doc.txt"
+    doc.write_text(f"The cell said {attack} and then +1 and -2 were added.")
+    xlsx = tmp_path / "r.xlsx"
+    result = runner.invoke(
+        app,
+        [
+            "verify-quotes",
+            "--quotes",
+            str(quotes),
+            "--docs",
+            str(doc),
+            "--xlsx",
+            str(xlsx),
+            "--no-cosine",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    book = openpyxl.load_workbook(xlsx)
+    cells = [cell for sheet in book.worksheets for row in sheet.iter_rows() for cell in row]
+    assert not [cell.coordinate for cell in cells if cell.data_type == "f"]
+    assert attack in [cell.value for cell in cells]

@@ -36,12 +36,12 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_bad_line_is_reported_and_the_rest_scored(traces: Path, tmp_path: Path) -> None:
-    """A bad line is named by file:line on stderr; the summary counts it; exit status is 0."""
+    """A bad line is named by file:line on stderr; the summary counts it; exit 3 (partial)."""
     out = tmp_path / "o.jsonl"
     result = CliRunner().invoke(
         app, ["rescore", str(traces), "-e", "quoted_spans", "-o", str(out), "-q"]
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output
     assert f"{traces}:2: skipped: not a valid OTLP/JSON traces request" in result.stderr
     assert len(out.read_text().splitlines()) == 6
     loud = CliRunner().invoke(app, ["rescore", str(traces), "-e", "quoted_spans", "-o", str(out)])
@@ -50,12 +50,12 @@ def test_bad_line_is_reported_and_the_rest_scored(traces: Path, tmp_path: Path) 
 
 
 def test_strict_stops_with_an_error_naming_the_line(traces: Path, tmp_path: Path) -> None:
-    """--strict turns the bad line into exit status 1 with its file and line."""
+    """--strict turns the bad line into exit status 3 (partial input) with its file and line."""
     result = CliRunner().invoke(
         app,
         ["rescore", str(traces), "-e", "quoted_spans", "-o", str(tmp_path / "o.csv"), "--strict"],
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     assert f"{traces}:2" in result.stderr and "--strict" in result.stderr
 
 
@@ -64,7 +64,7 @@ def test_unknown_output_format_and_options_are_usage_errors(traces: Path, tmp_pa
     bad_out = CliRunner().invoke(
         app, ["rescore", str(traces), "-e", "quoted_spans", "-o", str(tmp_path / "o.txt")]
     )
-    assert bad_out.exit_code == 1 and ".jsonl, .csv, .xlsx, .parquet, .html" in bad_out.stderr
+    assert bad_out.exit_code == 2 and ".jsonl, .csv, .xlsx, .parquet, .html" in bad_out.stderr
     bad_options = CliRunner().invoke(
         app,
         ["rescore", str(traces), "-e", "quoted_spans", "-o", str(tmp_path / "o.jsonl"), *ERAG],
@@ -82,10 +82,11 @@ def test_export_otlp_with_or_without_an_endpoint(traces: Path, tmp_path: Path, b
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint if bare else "http://127.0.0.1:9"}
         result = CliRunner(env=env).invoke(
             app,
-            ["rescore", *flag, str(traces), "-e", "quoted_spans", "-o", str(out), "-q"],
+            ["rescore", *flag, str(traces), "-e", "quoted_spans", "-o", str(out)],
         )
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == 3, result.output  # the fixture's bad line: partial input
         assert receiver.wait_for(lambda r: len(r.spans(semconv.EVALUATION_SPAN_NAME)) >= 6)
+        assert f"exported 6 of 6 evaluation spans to {receiver.endpoint}" in result.stderr
 
 
 _SLOW_RUN = textwrap.dedent(
@@ -120,8 +121,9 @@ def test_ctrl_c_leaves_complete_lines_and_exits_130(tmp_path: Path) -> None:
         env=env,
         cwd=ROOT,
     )
+    partial = tmp_path / "o.partial.jsonl"
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 2000):
+    while time.monotonic() < deadline and (not partial.exists() or partial.stat().st_size < 2000):
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import logging
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final
 
@@ -18,6 +19,7 @@ from rich.table import Table
 
 from groundwire._types import Score
 from groundwire.cli._app import app, console, err_console
+from groundwire.cli._errors import bad_argument, guarded
 
 if TYPE_CHECKING:
     from groundwire.demo import DemoRun
@@ -134,6 +136,7 @@ def _where(path: Path) -> str:
 
 
 @app.command("demo")
+@guarded
 def demo_command(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Directory for the trace file and the report.")
@@ -155,9 +158,12 @@ def demo_command(
     from groundwire.demo import QUESTIONS, DemoError, run_demo
 
     if questions > len(QUESTIONS):
-        raise typer.BadParameter(
-            f"the demo has {len(QUESTIONS)} questions, got {questions}", param_hint="--questions"
-        )
+        bad_argument(f"--questions: the demo has {len(QUESTIONS)} questions, got {questions}")
+    if out.exists() and not out.is_dir():
+        bad_argument(f"--out: {out} is a file; the demo needs a directory for its files")
+    existing = next((folder for folder in (out, *out.parents) if folder.exists()), Path("."))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        bad_argument(f"--out: cannot write in {existing} (permission denied)")
     if not verbose:
         logging.getLogger("groundwire").setLevel(logging.ERROR)
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from groundwire._registry import available_evaluators
 from groundwire.cli._app import app, console
+from groundwire.cli._errors import guarded
 
 
 @app.command("evaluators")
+@guarded
 def list_evaluators() -> None:
     """List every registered evaluator name (built-ins and plug-ins)."""
     for name in available_evaluators():

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any, Final
+from urllib.parse import urlsplit
 
 import typer
 from rich.markup import escape
@@ -20,9 +24,14 @@ from rich.progress import (
 from rich.table import Table
 from typer.core import TyperCommand
 
+from groundwire._registry import ENTRY_POINT_GROUP, available_evaluators, resolve_evaluators
 from groundwire.cli._app import app, console, err_console
+from groundwire.cli._errors import CliError, bad_argument, guarded, nearest
+from groundwire.cli._exit import ExitCode
+from groundwire.cli._outcome import exit_code, explain
 from groundwire.offline.readers import FORMATS, BadRecordError
 from groundwire.offline.rescore import RescoreSummary, rescore
+from groundwire.offline.writers import check_output_paths, output_suffix
 
 _EXPORT_OTLP: Final = "--export-otlp"
 _FROM_ENV: Final = "env"
@@ -54,32 +63,120 @@ def _options(raw: str | None) -> dict[str, dict[str, Any]]:
     """`--options` JSON (inline or @file) as evaluator name -> keyword arguments."""
     if raw is None:
         return {}
-    text = Path(raw[1:]).read_text(encoding="utf-8") if raw.startswith("@") else raw
+    text = raw
+    if raw.startswith("@"):
+        try:
+            text = Path(raw[1:]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            bad_argument(
+                f"--options: cannot read {raw[1:]!r}: {getattr(error, 'strerror', None) or error}"
+            )
     try:
         options = json.loads(text)
     except json.JSONDecodeError as error:
-        raise typer.BadParameter(f"not valid JSON: {error}", param_hint="--options") from None
+        bad_argument(f"--options: not valid JSON: {error}")
     if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
-        raise typer.BadParameter(
-            "expected a JSON object of evaluator name -> options, e.g. "
-            '\'{"quote_verification": {"embedder": null}}\'',
-            param_hint="--options",
+        bad_argument(
+            "--options: expected a JSON object of evaluator name -> options, e.g. "
+            '\'{"quote_verification": {"embedder": null}}\''
         )
     return options
+
+
+def _evaluators(names: list[str], extra: dict[str, dict[str, Any]]) -> list[Any]:
+    """Build the evaluators once, so an unknown name or a bad option is a bad argument."""
+    if not names:
+        bad_argument(
+            "--evaluators: give at least one evaluator name (groundwire evaluators lists them)"
+        )
+    known = available_evaluators()
+    for name in names:
+        if name not in known:
+            bad_argument(
+                f"--evaluators: unknown evaluator {name!r}{nearest(name, known)}; "
+                f"known: {', '.join(known)}"
+            )
+    unknown = sorted(set(extra) - set(names))
+    if unknown:
+        bad_argument(f"--options: options given for evaluators not selected: {unknown}")
+    built = []
+    for name in names:
+        try:
+            built.append(resolve_evaluators({name: extra.get(name, {})})[0])
+        except TypeError as error:
+            hint = _keyword_hint(name, str(error))
+            bad_argument(f"--options: bad options for evaluator {name!r}: {error}{hint}")
+        except ValueError as error:
+            bad_argument(f"evaluator {name!r}: {error}")
+        except ImportError as error:
+            bad_argument(f"evaluator {name!r} cannot be used: {error}")
+    return built
+
+
+def _keyword_hint(name: str, message: str) -> str:
+    """For "unexpected keyword argument 'x'": the nearest keyword the evaluator accepts."""
+    match = re.search(r"unexpected keyword argument '(\w+)'", message)
+    factory = next((ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name), None)
+    if match is None or factory is None:
+        return ""
+    try:
+        parameters = inspect.signature(factory.load()).parameters
+    except (TypeError, ValueError, ImportError):
+        return ""
+    accepted = [p for p, spec in parameters.items() if spec.kind is spec.KEYWORD_ONLY]
+    accepted += [p for p, spec in parameters.items() if spec.kind is spec.POSITIONAL_OR_KEYWORD]
+    return nearest(match.group(1), accepted) + (
+        f"; accepted: {', '.join(accepted)}" if accepted else ""
+    )
+
+
+def _endpoint(value: str) -> str:
+    """A checked `--export-otlp` endpoint: http(s)://host[:port][/path], or host:port (gRPC)."""
+    parsed = urlsplit(value if "://" in value else f"grpc://{value}")
+    try:
+        port = parsed.port
+    except ValueError:
+        port = -1
+    ok = parsed.scheme in ("http", "https", "grpc") and bool(parsed.hostname) and port != -1
+    if not ok or (parsed.scheme == "grpc" and (port is None or parsed.path not in ("", "/"))):
+        bad_argument(
+            f"--export-otlp: {value!r} is not an OTLP endpoint; expected http(s)://host[:port] "
+            "(OTLP/HTTP) or host:port (gRPC)"
+        )
+    return value
+
+
+def _check_paths(paths: list[Path], expected: Path | None, out: Path) -> None:
+    """Inputs must exist; OUT must have a known format and not be an input (nothing opened yet)."""
+    for path in paths:
+        if not path.exists():
+            bad_argument(f"trace file {path} does not exist")
+    if expected is not None and not expected.is_file():
+        bad_argument(f"--expected: {expected} is not a file")
+    try:
+        inputs = [("trace file", path) for path in paths]
+        if expected is not None:
+            inputs.append(("--expected file", expected))
+        check_output_paths([("--out", out)], inputs)
+        output_suffix(out)
+    except ValueError as error:
+        bad_argument(str(error))
 
 
 def _summary_table(summary: RescoreSummary) -> Table:
     """Scored / mean / n/a / failed per evaluator, as a rich table."""
     table = Table(title="scores", title_justify="left")
-    for column in ("evaluator", "scored", "mean", "n/a", "failed"):
+    for column in ("evaluator", "scored", "mean", "n/a", "failed", "skipped"):
         table.add_column(column, justify="left" if column == "evaluator" else "right")
     for name, tally in summary.tallies.items():
         mean = "–" if tally.mean is None else f"{tally.mean:.3f}"
-        table.add_row(name, str(tally.scored), mean, str(tally.not_applicable), str(tally.failed))
+        counts = (tally.scored, tally.not_applicable, tally.failed, tally.skipped)
+        table.add_row(name, str(counts[0]), mean, *(str(count) for count in counts[1:]))
     return table
 
 
 @app.command("rescore", cls=_OptionalValueCommand)
+@guarded
 def rescore_command(
     paths: Annotated[
         list[Path],
@@ -125,7 +222,10 @@ def rescore_command(
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Stop at the first bad record.")] = False,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Skip turns already in OUT and append (.jsonl, .csv).")
+        bool,
+        typer.Option(
+            "--resume", help="Skip turns already in OUT and append (.jsonl, .csv, .parquet)."
+        ),
     ] = False,
     workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Scoring processes.")] = 1,
     engine: Annotated[str, typer.Option("--engine", help="local, or ray (Ray Data).")] = "local",
@@ -150,25 +250,34 @@ def rescore_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")
     ] = False,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty", help="Exit 0, not 5 (NO_TURNS), when the input holds no RAG turn."
+        ),
+    ] = False,
 ) -> None:
-    """Re-score RAG turns recorded in trace files and write the results to OUT."""
+    """Re-score RAG turns recorded in trace files and write the results to OUT.
+
+    Exit codes: 0 ok, 1 internal error or nothing exported, 2 bad arguments, 3 partial input,
+    4 nothing readable, 5 no turns, 6 every evaluation failed or skipped, 130 interrupted.
+    """
     from groundwire.offline._pipeline import WindowOptions
 
     if fmt is not None and fmt not in FORMATS:
-        raise typer.BadParameter(f"expected one of {', '.join(FORMATS)}", param_hint="--format")
+        bad_argument(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}{nearest(fmt, FORMATS)}")
     if engine not in ("local", "ray"):
-        raise typer.BadParameter("expected local or ray", param_hint="--engine")
+        bad_argument(f"--engine: {engine!r} is not local or ray")
     names = _names(evaluators)
     extra = _options(options)
-    unknown = sorted(set(extra) - set(names))
-    if unknown:
-        raise typer.BadParameter(
-            f"options given for evaluators not selected: {unknown}", param_hint="--options"
-        )
+    built = _evaluators(names, extra)
+    _check_paths(paths, expected, out)
     spec: Any = {name: extra.get(name, {}) for name in names}
+    if workers == 1 and engine == "local":
+        spec = built
     export: bool | str = False
     if export_otlp is not None:
-        export = True if export_otlp in (_FROM_ENV, "") else export_otlp
+        export = True if export_otlp in (_FROM_ENV, "") else _endpoint(export_otlp)
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -222,17 +331,30 @@ def rescore_command(
             if summary.total_bytes and engine == "local":
                 progress.update(task, completed=summary.total_bytes)
     except BadRecordError as error:
-        err_console.print(
-            f"[red]error:[/] {escape(str(error))} (--strict)", highlight=False, soft_wrap=True
-        )
-        raise typer.Exit(1) from None
-    except (ValueError, FileNotFoundError, ImportError) as error:
-        err_console.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise CliError(f"{error} (--strict)", ExitCode.PARTIAL_INPUT) from None
+    except (ValueError, ImportError, FileNotFoundError) as error:
+        bad_argument(str(error))
+    except OSError as error:  # mid-run, e.g. a full disk: not a bug, but the run could not finish
+        raise CliError(f"{error}", ExitCode.INTERNAL_ERROR) from None
+    code = exit_code(summary, allow_empty=allow_empty)
     if not quiet:
         for line in summary.lines():
             err_console.print(escape(line), highlight=False, soft_wrap=True)
+    if summary.read.spans and not summary.turns_read:
+        # Why no turn was found, per trace family (the assembly's diagnosis, when it has one).
+        reasons: list[str] = list(getattr(summary, "no_turn_reasons", []))
+        if reasons:
+            err_console.print("[yellow]no turn found:[/]", highlight=False)
+        for line in reasons:
+            err_console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+    if not quiet:
         console.print(_summary_table(summary))
         console.print(f"results: {escape(os.fspath(out))}", highlight=False, soft_wrap=True)
-    if summary.interrupted:
-        raise typer.Exit(130)
+    reason = explain(summary, code)
+    if reason is not None:
+        err_console.print(
+            f"[yellow]groundwire:[/] {escape(reason)} (exit {int(code)})",
+            highlight=False,
+            soft_wrap=True,
+        )
+    raise typer.Exit(int(code))

@@ -8,6 +8,7 @@ stands for its `*.txt` and `*.md` files in name order.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +17,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from groundwire.cli._app import app, console, err_console
+from groundwire.cli._errors import bad_argument, guarded
+from groundwire.offline._results import dumps_strict
+from groundwire.offline.writers import OutputTarget, check_output_paths
 
 _SHORT = 60
 _DOC_SUFFIXES = (".txt", ".md")
@@ -89,7 +93,34 @@ def _number(value: float | None, digits: int = 2) -> str:
     return ">999" if value > 999 else f"{value:.{digits}f}"
 
 
+def _check_outputs(quotes: Path, docs: list[Path], xlsx: Path | None, csv: Path | None) -> None:
+    """Refuse an output that is the quotes file, a document or the other output (exit 2)."""
+    outputs = [(flag, path) for flag, path in (("--xlsx", xlsx), ("--csv", csv)) if path]
+    inputs: list[tuple[str, Path]] = [("--quotes file", quotes)]
+    for path in docs:
+        inputs.append(("document", path))
+        if path.is_dir():
+            inputs.extend(("document", child) for child in path.iterdir())
+    try:
+        check_output_paths(outputs, inputs)
+    except ValueError as error:
+        bad_argument(str(error))
+
+
+def _write_safely(path: Path, write: Callable[[Path], None]) -> None:
+    """Write beside `path` and move into place, so a failure leaves an existing file as it was."""
+    target = OutputTarget(path)
+    target.prepare()
+    try:
+        write(target.write_path)
+    except BaseException:
+        target.abandon(0)
+        raise
+    target.commit()
+
+
 @app.command("verify-quotes")
+@guarded
 def verify_quotes_command(
     quotes: Annotated[
         Path, typer.Option("--quotes", help="Quotes: one per line, or a JSON list (.json).")
@@ -139,6 +170,9 @@ def verify_quotes_command(
         write_stats_csv,
     )
 
+    _check_outputs(quotes, [*docs, *(more_docs or [])], xlsx, csv)
+    if xlsx is not None and xlsx.suffix.lower() != ".xlsx":
+        bad_argument(f"--xlsx: {xlsx} should end in .xlsx (Excel would not open it otherwise)")
     try:
         quote_list = read_quotes(quotes)
         documents = read_documents([*docs, *(more_docs or [])])
@@ -151,9 +185,9 @@ def verify_quotes_command(
             ellipsis_max_gap=ellipsis_max_gap,
         )
         if xlsx is not None:
-            write_quotes_xlsx(rows, xlsx)
+            _write_safely(xlsx, lambda path: write_quotes_xlsx(rows, path))
         if csv is not None:
-            write_stats_csv(rows, csv)
+            _write_safely(csv, lambda path: write_stats_csv(rows, path))
     except (InputError, ValueError, TypeError, ImportError, OSError) as error:
         err_console.print(
             f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True
@@ -161,7 +195,7 @@ def verify_quotes_command(
         raise typer.Exit(2) from None
     if as_json:
         for row in rows:
-            console.print_json(json.dumps(row.to_dict()))
+            typer.echo(dumps_strict(row.to_dict()))
     else:
         table = Table(title=f"{len(rows)} quotes in {len(documents)} documents")
         for header in ("#", "quote", "source", "span", "match", "cosine", "bm25 ratio", "ok"):

@@ -13,27 +13,130 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
-from typing import Any
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from groundwire import semconv
 from groundwire.emit import Emitter, metric_views, resolve_events
 from groundwire.exporters._providers import otlp_protocol
 from groundwire.offline._results import TurnResult
 
-__all__ = ["OtlpExport"]
+__all__ = ["ExportReport", "OtlpExport"]
 
 logger = logging.getLogger("groundwire.offline")
 
 _DEFAULT_SERVICE = "groundwire-rescore"
+
+
+_EXPORTER_LOGGER: Final = "opentelemetry.exporter.otlp"
+"""Where the OTLP exporters log why an export failed (captured for the report)."""
+
+
+@dataclass(slots=True)
+class ExportReport:
+    """What `--export-otlp` delivered: spans the endpoint accepted, and why the rest were not."""
+
+    endpoint: str
+    emitted: int = 0
+    """Carrier spans created (one per turn with ids and scores)."""
+    accepted: int = 0
+    """Spans in export calls the endpoint answered with success."""
+    rejected: int = 0
+    """Spans in export calls that failed (refused, unreachable, an error status, a timeout)."""
+    reasons: Counter[str] = field(default_factory=Counter)
+    """Why exports failed: the exporter's message -> spans it concerned."""
+
+    @property
+    def not_exported(self) -> int:
+        """Spans emitted but not accepted: rejected, or dropped before an export was tried."""
+        return self.emitted - self.accepted
+
+    @property
+    def failed(self) -> bool:
+        """True when spans were emitted and the endpoint accepted none of them."""
+        return self.emitted > 0 and self.accepted == 0
+
+    def lines(self) -> list[str]:
+        """The report's summary lines (each number a counter above)."""
+        out = [f"exported {self.accepted} of {self.emitted} evaluation spans to {self.endpoint}"]
+        if self.not_exported:
+            why = "; ".join(f"{reason} ({count})" for reason, count in self.reasons.items())
+            dropped = self.not_exported - self.rejected
+            if dropped > 0:
+                why = "; ".join(filter(None, [why, f"never sent, export queue full ({dropped})"]))
+            out.append(f"not exported: {self.not_exported} evaluation spans: {why or 'unknown'}")
+        return out
+
+
+class _ReasonLog(logging.Handler):
+    """Keeps the OTLP exporters' failure messages (first line each) instead of printing them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Remember a failure message."""
+        try:
+            text = record.getMessage().splitlines()[0][:300]
+        except Exception:  # a malformed log call must not break the export
+            text = str(record.msg)[:300]
+        self.messages.append(text)
+        del self.messages[1:-1]
+
+    def reason(self) -> str | None:
+        """The last message, with the first (usually the cause) when they differ."""
+        if not self.messages:
+            return None
+        first, last = self.messages[0], self.messages[-1]
+        return last if first == last else f"{last} (first: {first})"
+
+
+class _CountingExporter(SpanExporter):
+    """Wraps the real span exporter and counts what each export call delivered."""
+
+    def __init__(self, inner: SpanExporter, report: ExportReport, reasons: _ReasonLog) -> None:
+        self._inner = inner
+        self._report = report
+        self._reasons = reasons
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Export through the real exporter; count the spans as accepted or rejected."""
+        self._reasons.messages.clear()
+        try:
+            result = self._inner.export(spans)
+            reason = None
+        except Exception as error:  # an exporter bug must not lose the count
+            result = SpanExportResult.FAILURE
+            reason = f"{type(error).__name__}: {error}"
+        with self._lock:
+            if result is SpanExportResult.SUCCESS:
+                self._report.accepted += len(spans)
+            else:
+                self._report.rejected += len(spans)
+                why = reason or self._reasons.reason() or "the exporter reported a failure"
+                self._report.reasons[why] += len(spans)
+        return result
+
+    def shutdown(self) -> None:
+        """Shut the real exporter down."""
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Flush the real exporter."""
+        return self._inner.force_flush(timeout_millis)
 
 
 def _exporters(endpoint: str | None) -> tuple[Any, Any]:
@@ -113,8 +216,16 @@ class OtlpExport:
             metric_exporter = metric_exporter or default_metrics
         name = service_name or os.environ.get("OTEL_SERVICE_NAME") or _DEFAULT_SERVICE
         resource = Resource.create({semconv.SERVICE_NAME: name})
+        self.report = ExportReport(endpoint=_describe(endpoint, span_exporter))
+        """What the endpoint accepted (complete after `close`)."""
+        self._log = _ReasonLog()
+        self._logger = logging.getLogger(_EXPORTER_LOGGER)
+        self._propagate = self._logger.propagate
+        self._logger.addHandler(self._log)
+        self._logger.propagate = False
+        counting = _CountingExporter(span_exporter, self.report, self._log)
         self.tracer_provider = TracerProvider(resource=resource)
-        self.tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+        self.tracer_provider.add_span_processor(BatchSpanProcessor(counting))
         self._reader = PeriodicExportingMetricReader(metric_exporter)
         self.meter_provider = MeterProvider(
             resource=resource, metric_readers=[self._reader], views=metric_views()
@@ -147,6 +258,7 @@ class OtlpExport:
                 self.emitter.emit_span(target, scores, mode=semconv.EVALUATION_MODE_OFFLINE)
                 self.spans += 1
                 self.log_records += len(scores) if self.emitter.log_events else 0
+                self.report.emitted += 1
             except ValueError as error:
                 logger.warning("no evaluation span for turn %s: %s", turn.span_id, error)
         for score in scores:
@@ -159,4 +271,15 @@ class OtlpExport:
             if self.logger_provider is not None:
                 self.logger_provider.shutdown()
         finally:
-            self.meter_provider.shutdown()
+            try:
+                self.meter_provider.shutdown()
+            finally:
+                self._logger.removeHandler(self._log)
+                self._logger.propagate = self._propagate
+
+
+def _describe(endpoint: str | None, exporter: Any) -> str:
+    """Where spans go, for messages: the endpoint given, else the exporter's own."""
+    if endpoint:
+        return endpoint
+    return str(getattr(exporter, "_endpoint", None) or "the OTEL_EXPORTER_OTLP_* endpoint")

@@ -19,6 +19,7 @@ import math
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -31,13 +32,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final, Literal
 
+from groundwire import semconv
 from groundwire._evaluate import EvaluatorSpec
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn
-from groundwire.offline._export import OtlpExport
+from groundwire.offline._export import ExportReport, OtlpExport
 from groundwire.offline._pipeline import DEFAULT_WINDOW, TurnCounts, WindowOptions, iter_turns
 from groundwire.offline._results import TurnResult
-from groundwire.offline._resume import done_keys
+from groundwire.offline._resume import resume_state
 from groundwire.offline._scoring import (
     WorkerScores,
     init_worker,
@@ -47,7 +49,15 @@ from groundwire.offline._scoring import (
 )
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, ReadStats, TraceFormat
-from groundwire.offline.writers import ResultWriter, open_writer, output_suffix
+from groundwire.offline.writers import (
+    OutputLock,
+    OutputPathError,
+    OutputTarget,
+    ResultWriter,
+    check_output_paths,
+    open_writer,
+    output_suffix,
+)
 
 __all__ = ["EvaluatorTally", "ProgressHook", "RescoreSummary", "StopFlag", "rescore"]
 
@@ -63,6 +73,8 @@ class EvaluatorTally:
     scored: int = 0
     not_applicable: int = 0
     failed: int = 0
+    skipped: int = 0
+    """Not run: no judge configured, or the judge unreachable (label `skipped`, value None)."""
     total: float = 0.0
 
     @property
@@ -88,8 +100,15 @@ class RescoreSummary:
     expected_matched: int = 0
     """Turns given gold answers from the `expected` file."""
     exported_spans: int = 0
+    """Carrier spans handed to the OTLP exporter (see `export` for what the endpoint accepted)."""
     exported_log_records: int = 0
     """`gen_ai.evaluation.result` log records sent with `export_otlp`."""
+    export: ExportReport | None = None
+    """What `--export-otlp` delivered, when it was asked for."""
+    resume_notes: list[str] = field(default_factory=list)
+    """What `--resume` found in OUT (a torn last record dropped, a leftover partial file)."""
+    kept_partial: Path | None = None
+    """Where a failed run kept the results it wrote (OUT itself left as it was)."""
     interrupted: bool = False
     elapsed_s: float = 0.0
     results: list[TurnResult] | None = None
@@ -105,6 +124,23 @@ class RescoreSummary:
         """Turns read but not scored: already in OUT, or left when the run was interrupted."""
         return self.counts.turns - self.turns_scored
 
+    @property
+    def evaluations(self) -> int:
+        """Evaluations this run made (turns scored x evaluators), whatever their outcome."""
+        return sum(
+            t.scored + t.not_applicable + t.failed + t.skipped for t in self.tallies.values()
+        )
+
+    @property
+    def evaluations_failed(self) -> int:
+        """Evaluations that failed (NaN) or were skipped (no judge, judge unreachable)."""
+        return sum(t.failed + t.skipped for t in self.tallies.values())
+
+    @property
+    def damaged_inputs(self) -> int:
+        """Bad records skipped plus compressed streams cut short (what makes input partial)."""
+        return self.read.bad_records + self.read.damaged_files
+
     def means(self) -> dict[str, float | None]:
         """Evaluator name -> mean computed value."""
         return {name: tally.mean for name, tally in self.tallies.items()}
@@ -119,6 +155,16 @@ class RescoreSummary:
             f"scored {self.turns_scored} turns in {self.elapsed_s:.1f} s ({rate:.1f} turns/s); "
             f"skipped {self.turns_skipped} ({c.resumed} already in the output)",
         ]
+        if r.damaged_files:
+            out.append(
+                f"{r.damaged_files} file(s) damaged or cut short: every record before the damage "
+                "was read (see the messages above)"
+            )
+        if c.duplicate_spans or c.duplicate_turns:
+            out.append(
+                f"left out {c.duplicate_spans} duplicate spans and {c.duplicate_turns} duplicate "
+                "turns (the same spans exported twice)"
+            )
         if c.late_spans or c.forced_traces:
             out.append(
                 f"reassembly: {c.forced_traces} traces released early to bound memory, "
@@ -131,18 +177,20 @@ class RescoreSummary:
             )
         if self.expected_matched:
             out.append(f"gold answers attached to {self.expected_matched} turns")
-        if self.exported_spans:
-            out.append(
-                f"exported {self.exported_spans} evaluation spans and "
-                f"{self.exported_log_records} evaluation result log records over OTLP"
-            )
+        if self.export is not None:
+            out.extend(self.export.lines())
+            if self.exported_log_records:
+                out.append(
+                    f"{self.exported_log_records} evaluation result log records handed to the "
+                    "OTLP log exporter"
+                )
         if self.interrupted:
             out.append("interrupted: the output holds every turn scored before the stop")
         return out
 
 
 class StopFlag:
-    """Set by the first Ctrl-C (SIGINT): the run stops after the chunks in flight."""
+    """Set by the first Ctrl-C (SIGINT) or SIGTERM: the run stops after the chunks in flight."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
@@ -158,28 +206,37 @@ class StopFlag:
         return self._event.is_set()
 
 
+_STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+"""Signals that stop a run gracefully (Ctrl-C; what `kill`, systemd and Kubernetes send)."""
+
+
 class _SigintHandler:
-    """First SIGINT sets the stop flag; the second one aborts (default behaviour)."""
+    """First SIGINT or SIGTERM sets the stop flag; a second stops at once (KeyboardInterrupt)."""
 
     def __init__(self, stop: StopFlag) -> None:
         self._stop = stop
-        self._previous: Any = None
-        self._installed = False
+        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> _SigintHandler:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-            self._installed = True
+            for signum in _STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        """First Ctrl-C: ask the run to stop; the next one raises KeyboardInterrupt."""
+        """First signal: ask the run to stop; the next one raises KeyboardInterrupt."""
         self._stop.set()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for stop_signal in _STOP_SIGNALS:
+            signal.signal(stop_signal, _interrupt)
 
     def __exit__(self, *exc: object) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """A second stop signal: raise KeyboardInterrupt (the CLI exits 130)."""
+    raise KeyboardInterrupt
 
 
 def _check_workers(workers: int, spec: Any) -> None:
@@ -314,8 +371,27 @@ def rescore(
     out_path = Path(out) if out is not None else None
     if out_path is not None:
         output_suffix(out_path)
+        inputs = [("trace file", path) for path in path_list]
+        if isinstance(expected, str | os.PathLike):
+            inputs.append(("--expected file", expected))
+        check_output_paths([("output", out_path)], inputs)
     gold = ExpectedAnswers.load(expected) if isinstance(expected, str | os.PathLike) else expected
-    skip = done_keys(out_path) if resume and out_path is not None else set()
+    notice = on_problem or _print_notice
+    lock = OutputLock(out_path) if out_path is not None else None
+    if lock is not None:
+        lock.acquire()  # held until OUT is finished: no other run writes it meanwhile
+    skip: set[tuple[str, str]] = set()
+    resume_notes: list[str] = []
+    if resume and out_path is not None:
+        try:
+            state = resume_state(out_path, names)
+        except BaseException:
+            assert lock is not None
+            lock.release()
+            raise
+        skip, resume_notes = state.keys, state.notes
+        for note in state.notes:
+            notice(note)
     stop = stop or StopFlag()
     summary = RescoreSummary(
         evaluators=names,
@@ -325,17 +401,32 @@ def rescore(
         total_bytes=sum(Path(p).stat().st_size for p in path_list),
         tallies={name: EvaluatorTally() for name in names},
         results=None if out_path is not None else [],
+        resume_notes=resume_notes,
     )
     problems = Problems(strict=strict, stats=summary.read, on_report=on_problem)
     export = None
     if export_otlp:
         endpoint = export_otlp if isinstance(export_otlp, str) else None
-        export = OtlpExport(endpoint, evaluators=resolved)
+        try:
+            export = OtlpExport(endpoint, evaluators=resolved)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
     writer: ResultWriter | None = None
+    target = OutputTarget(out_path, append=resume) if out_path is not None else None
     failed = True
     try:
-        if out_path is not None:
-            writer = open_writer(out_path, names, append=resume)
+        if target is not None:
+            try:
+                target.prepare()
+                writer = open_writer(target.write_path, names, append=resume)
+            except OSError as error:
+                raise OutputPathError(
+                    f"cannot write {target.write_path}: {error.strerror or error}"
+                ) from error
+            if target.replaced_leftover:
+                notice(f"replaced {target.partial}, left by an earlier run that did not finish")
         spec: Any = evaluators if workers > 1 or engine == "ray" else resolved
         with _SigintHandler(stop):
             if engine == "ray":
@@ -375,20 +466,32 @@ def rescore(
                     summary.elapsed_s = time.perf_counter() - started
                     progress(summary)
         failed = False
+    except KeyboardInterrupt:
+        stop.set()  # a second Ctrl-C: an interruption, not a failure; keep what was written
+        failed = False
+        raise
     finally:
         summary.interrupted = stop.is_set() and not stop.input_exhausted
         if gold is not None and engine == "local":
             summary.expected_matched = gold.matched
         try:
             if writer is not None:
-                writer.close(interrupted=failed or summary.interrupted)
+                _finish_output(writer, target, summary, failed=failed, notice=notice)
         finally:
+            if lock is not None:
+                lock.release()
             if export is not None:
                 export.close()
                 summary.exported_spans = export.spans
                 summary.exported_log_records = export.log_records
+                summary.export = export.report
         summary.elapsed_s = time.perf_counter() - started
     return summary
+
+
+def _print_notice(text: str) -> None:
+    """Default destination of input notices (files passed over in a folder): stderr."""
+    print(f"groundwire: {text}", file=sys.stderr)
 
 
 def _sink(
@@ -409,7 +512,9 @@ def _sink(
         summary.turns_scored += 1
         for name, score in result.scores.items():
             tally = summary.tallies.setdefault(name, EvaluatorTally())
-            if score.value is None:
+            if score.value is None and score.label == semconv.LABEL_SKIPPED:
+                tally.skipped += 1
+            elif score.value is None:
                 tally.not_applicable += 1
             elif math.isnan(score.value):
                 tally.failed += 1
@@ -419,3 +524,41 @@ def _sink(
     flush = getattr(writer, "flush", None)
     if flush is not None:
         flush()
+
+
+def _finish_output(
+    writer: ResultWriter,
+    target: OutputTarget | None,
+    summary: RescoreSummary,
+    *,
+    failed: bool,
+    notice: Callable[[str], None],
+) -> None:
+    """Close the writer and move the output into place; or leave an existing OUT as it was when
+    the run failed (what it wrote is kept aside) or wrote no result at all."""
+    rows = summary.turns_scored
+    keep_old = (
+        not failed
+        and rows == 0
+        and target is not None
+        and not target.append
+        and target.path.exists()
+    )
+    abandon = getattr(writer, "abandon", None)
+    if (failed or keep_old) and abandon is not None:
+        abandon()
+    else:
+        writer.close(interrupted=failed or summary.interrupted)
+    if target is None:
+        return
+    if not failed and not keep_old:
+        target.commit()
+        return
+    kept = target.abandon(rows)
+    if keep_old:
+        notice(f"no result written: {target.path} is left as it was")
+        return
+    where = f"the {rows} results written are kept in {kept}" if kept else "no result written"
+    left = f"; {target.path} is left as it was" if target.path.exists() else ""
+    notice(f"the run failed: {where}{left}")
+    summary.kept_partial = kept

@@ -1,7 +1,9 @@
 """Output writers for re-scored turns, chosen by the output file's extension.
 
 `.jsonl` (one JSON object per turn), `.csv`, `.xlsx` (xlsxwriter), `.parquet` (pyarrow) and
-`.html` (a self-contained report). `.jsonl` and `.csv` can be appended to (`--resume`).
+`.html` (a self-contained report). `.jsonl`, `.csv` and `.parquet` can be resumed (`--resume`).
+Outputs are written beside OUT and moved into place at the end (`OutputTarget`), and never over
+an input (`check_output_paths`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,13 @@ from groundwire.offline.writers._base import ResultWriter
 from groundwire.offline.writers._html import HtmlReportWriter
 from groundwire.offline.writers._lines import CsvWriter, JsonLinesWriter, csv_header
 from groundwire.offline.writers._parquet import ParquetWriter
+from groundwire.offline.writers._target import (
+    OutputLock,
+    OutputPathError,
+    OutputTarget,
+    check_output_paths,
+    partial_path,
+)
 from groundwire.offline.writers._xlsx import XlsxWriter
 
 __all__ = [
@@ -22,12 +31,17 @@ __all__ = [
     "CsvWriter",
     "HtmlReportWriter",
     "JsonLinesWriter",
+    "OutputLock",
+    "OutputPathError",
+    "OutputTarget",
     "ParquetWriter",
     "ResultWriter",
     "XlsxWriter",
+    "check_output_paths",
     "csv_header",
     "open_writer",
     "output_suffix",
+    "partial_path",
 ]
 
 _WRITERS: dict[str, Callable[..., ResultWriter]] = {
@@ -39,7 +53,7 @@ _WRITERS: dict[str, Callable[..., ResultWriter]] = {
 }
 OUTPUT_SUFFIXES = tuple(_WRITERS)
 """Output file extensions, each naming its format."""
-APPENDABLE_SUFFIXES = (".jsonl", ".csv")
+APPENDABLE_SUFFIXES = (".jsonl", ".csv", ".parquet")
 """Formats `--resume` can continue."""
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from groundwire.offline._results import TurnResult, dumps_strict
+from groundwire.offline.writers._cells import neutralise
 
 __all__ = ["CsvWriter", "JsonLinesWriter", "csv_header", "details_json"]
 
@@ -94,15 +95,15 @@ class CsvWriter:
         self._evaluators = list(evaluators)
         self._out = _LineFile(path, append=append)
         self._buffer = io.StringIO()
-        self._csv = csv.writer(self._buffer, lineterminator="\n")
+        self._csv = csv.writer(self._buffer, lineterminator="\r\n")  # RFC 4180; quotes a lone CR
         if self._out.empty:
             self._row(csv_header(self._evaluators))
 
     def _row(self, row: list[Any]) -> None:
-        """Write one CSV row as one whole line."""
+        """Write one CSV row as one whole line, formula-like text neutralised (OWASP)."""
         self._buffer.seek(0)
         self._buffer.truncate()
-        self._csv.writerow(row)
+        self._csv.writerow([neutralise(cell) for cell in row])
         self._out.line(self._buffer.getvalue())
 
     def write(self, result: TurnResult) -> None:

@@ -1,6 +1,8 @@
 """`.xlsx` output: a `turns` sheet (one row per turn) and a `quotes` sheet (one row per quote).
 
 Written with xlsxwriter in constant-memory mode (rows stream to disk), imported only when used.
+Text is always written as a string cell, never a formula or a link; text that a spreadsheet would
+read as a formula also gets the quote-prefix style (see `_cells`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from groundwire.offline._results import TurnResult
+from groundwire.offline.writers._cells import is_formula_like
 from groundwire.offline.writers._lines import csv_header, details_json
 
 __all__ = ["XlsxWriter"]
@@ -54,10 +57,15 @@ class XlsxWriter:
         options = {"constant_memory": True, "strings_to_urls": False, "nan_inf_to_errors": True}
         self._book = xlsxwriter.Workbook(str(path), options)
         bold = self._book.add_format({"bold": True})
+        self._text = self._book.add_format({"quote_prefix": True})
         self._turns = self._book.add_worksheet("turns")
         self._quotes = self._book.add_worksheet("quotes")
-        self._turns.write_row(0, 0, csv_header(self._evaluators), bold)
-        self._quotes.write_row(0, 0, _QUOTE_COLUMNS, bold)
+        for sheet, header in (
+            (self._turns, csv_header(self._evaluators)),
+            (self._quotes, _QUOTE_COLUMNS),
+        ):
+            for column, name in enumerate(header):
+                sheet.write_string(0, column, name, bold)
         self._turns.freeze_panes(1, 0)
         self._row = 1
         self._quote_row = 1
@@ -70,7 +78,7 @@ class XlsxWriter:
             score = result.scores.get(name)
             row += [values.get(name), score.label if score else None]
         row.append(details_json(result))
-        self._turns.write_row(self._row, 0, [_cell(value) for value in row])
+        self._write_row(self._turns, self._row, row)
         self._row += 1
         for name, score in result.scores.items():
             for quote in score.details.get("quotes") or ():
@@ -78,8 +86,19 @@ class XlsxWriter:
                     continue
                 cells = [result.turn.trace_id, result.turn.span_id, name]
                 cells += [quote.get(column) for column in _QUOTE_COLUMNS[3:]]
-                self._quotes.write_row(self._quote_row, 0, [_cell(value) for value in cells])
+                self._write_row(self._quotes, self._quote_row, cells)
                 self._quote_row += 1
+
+    def _write_row(self, sheet: Any, row: int, values: list[Any]) -> None:
+        """Write a row: text as string cells (formula-like text quote-prefixed), the rest typed."""
+        for column, value in enumerate(values):
+            if isinstance(value, str):
+                style = self._text if is_formula_like(value) else None
+                sheet.write_string(row, column, _cell(value), style)
+            elif value is None:
+                continue
+            else:
+                sheet.write(row, column, value)
 
     def close(self, *, interrupted: bool = False) -> None:
         """Write the workbook (whatever rows were added, also when interrupted)."""
