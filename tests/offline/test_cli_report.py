@@ -48,7 +48,10 @@ def test_export_counts_what_the_receiver_accepted(tmp_path: Path) -> None:
     assert summary.export is not None
     assert (summary.export.emitted, summary.export.accepted, summary.export.rejected) == (5, 5, 0)
     assert arrived == summary.export.accepted
-    assert summary.lines()[-1] == f"exported 5 of 5 evaluation spans to {endpoint}"
+    lines = summary.lines()
+    assert f"exported 5 of 5 evaluation spans to {endpoint}" in lines
+    assert lines[-1] == "5 evaluation result log records handed to the OTLP log exporter"
+    assert summary.exported_log_records == 5
 
 
 def test_every_summary_line_is_a_counter(tmp_path: Path) -> None:
@@ -128,7 +131,10 @@ def test_reassembly_evaluation_spans_and_interruption_lines(tmp_path: Path) -> N
         f"reassembly: {c.forced_traces} traces released early to bound memory, "
         f"{c.late_spans} late spans ignored"
     ) in lines
-    assert "left out 1 evaluation spans of earlier scoring" in lines
+    assert (
+        "left out 1 evaluation spans and 0 evaluation result log records of earlier scoring"
+        in lines
+    )
 
     stop = StopFlag()
     plain = write_groundwire_jsonl(spans, tmp_path / "plain.jsonl", batch=3)
