@@ -12,9 +12,9 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from groundwire import semconv
 from groundwire._types import RagTurn
 from groundwire.assembly._build import build_turn
+from groundwire.assembly._dialects import OUTPUT_KEYS
 from groundwire.assembly._reader import KIND_OTHER, SpanReader, span_kind
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
@@ -271,7 +271,7 @@ def _may_be_root(span: SpanRecord, live: LiveContentStore | None) -> bool:
     attributes = span.attributes
     if span_kind(span) != KIND_OTHER:
         return False
-    if semconv.OUTPUT_VALUE in attributes or semconv.GEN_AI_OUTPUT_MESSAGES in attributes:
+    if any(key in attributes for key in OUTPUT_KEYS):
         return True
     if live is None or not len(live):
         return False
