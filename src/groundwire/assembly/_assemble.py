@@ -10,11 +10,12 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from groundwire._types import RagTurn
-from groundwire.assembly._build import build_turn
+from groundwire.assembly._build import build_turn, origin_rank
 from groundwire.assembly._dialects import OUTPUT_KEYS
+from groundwire.assembly._duplicates import DuplicateFilter, drop_duplicates
 from groundwire.assembly._reader import KIND_OTHER, SpanReader, span_kind
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
@@ -45,7 +46,13 @@ def turns_from_spans(
     for tree in trees.values():
         turns.extend(_assemble(tree, reader))
         reader.release(iter(tree.spans.values()))
-    return turns
+    if len(trees) < 2 or len(turns) < 2:
+        return turns
+    entries = []
+    for turn in turns:
+        root = trees[turn.trace_id or ""].spans[turn.span_id or ""]
+        entries.append((turn, root, origin_rank(reader.origin(root, "answer"))))
+    return drop_duplicates(entries)
 
 
 def _record(span: object) -> SpanRecord:
@@ -61,16 +68,28 @@ def _record(span: object) -> SpanRecord:
     )
 
 
-def _assemble(tree: TraceTree, reader: SpanReader, top: str | None = None) -> list[RagTurn]:
+def _assemble(
+    tree: TraceTree,
+    reader: SpanReader,
+    top: str | None = None,
+    explain: list[dict[str, Any]] | None = None,
+) -> list[RagTurn]:
     """The turns of one trace (or of the subtree under `top`), by root start time.
 
-    Whatever a strange trace makes fail loses that trace only (logged at debug level).
+    Whatever a strange trace makes fail loses that trace only (logged at debug level). With
+    `explain`, one note per turn root is appended (see `build_turn`), with `root` and `turn`.
     """
     turns: list[RagTurn] = []
     try:
         roots = sorted(tree.turn_roots(reader, top), key=lambda root: root.start_time_ns)
         for root in roots:
-            turn = build_turn(tree, root, reader)
+            notes: dict[str, Any] | None = None
+            if explain is not None:
+                notes = {"root": root.span_id}
+                explain.append(notes)
+            turn = build_turn(tree, root, reader, notes)
+            if notes is not None:
+                notes["turn"] = turn
             if turn is not None:
                 turns.append(turn)
     except Exception:
@@ -124,12 +143,18 @@ class TurnAssembler:
         self._released: OrderedDict[str, None] = OrderedDict()
         self._open: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
         self._span_count = 0
+        self._duplicates = DuplicateFilter()
         self.evicted_traces = 0
         """Traces evicted because the pending limits were reached."""
         self.evicted_spans = 0
         """Spans evicted with those traces."""
         self.late_spans = 0
         """Spans that ended after their local root had ended (ignored)."""
+
+    @property
+    def duplicate_turns(self) -> int:
+        """Turns dropped because another instrumentor's trace already gave the same run."""
+        return self._duplicates.dropped
 
     @property
     def pending_traces(self) -> int:
@@ -175,7 +200,10 @@ class TurnAssembler:
         """Assemble released traces (outside the lock) and drop their live content."""
         turns: list[RagTurn] = []
         for pending in released:
-            turns.extend(_assemble(pending.tree, pending.reader))
+            for turn in _assemble(pending.tree, pending.reader):
+                root = pending.tree.spans.get(turn.span_id or "")
+                if root is None or self._duplicates.keep(turn, root):
+                    turns.append(turn)
             pending.reader.release(iter(pending.tree.spans.values()))
             for span_id in pending.tree.spans:
                 pending.reader.forget(span_id)

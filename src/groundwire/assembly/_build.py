@@ -24,7 +24,7 @@ from groundwire.assembly._reader import (
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
 
-__all__ = ["CONTEXT_SOURCE_KEY", "build_turn"]
+__all__ = ["CONTEXT_SOURCE_KEY", "build_turn", "origin_rank"]
 
 logger = logging.getLogger("groundwire.assembly")
 
@@ -128,16 +128,14 @@ def _document_steps(
         nested = inside_retrieval or (kind == KIND_RETRIEVER and documents is not None)
         stack.extend((child, nested) for child in tree.children.get(span_id, ()))
     steps.sort(key=lambda step: (step[0].start_time_ns, step[0].end_time_ns or 0))
-    ranks = {_origin_rank(reader.origin(step, "documents")) for step, _ in steps}
+    ranks = {origin_rank(reader.origin(step, "documents")) for step, _ in steps}
     if len(ranks) > 1:
         best = min(ranks)
-        steps = [
-            step for step in steps if _origin_rank(reader.origin(step[0], "documents")) == best
-        ]
+        steps = [step for step in steps if origin_rank(reader.origin(step[0], "documents")) == best]
     return steps
 
 
-def _origin_rank(origin: str | None) -> int:
+def origin_rank(origin: str | None) -> int:
     """The precedence of the dialect an origin names; live content (our own spans) first."""
     if origin is None or origin == LIVE_ORIGIN:
         return -1
