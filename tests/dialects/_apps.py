@@ -53,6 +53,7 @@ def record(
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    handlers = _llamaindex_handlers()
     for instrumentor in instrumentors:
         instrumentor.instrument(tracer_provider=provider)
     try:
@@ -61,7 +62,28 @@ def record(
         for instrumentor in instrumentors:
             instrumentor.uninstrument()
         restore_langchain()
+        _restore_llamaindex(handlers)
     return list(exporter.get_finished_spans())
+
+
+def _llamaindex_handlers() -> tuple[list[Any], list[Any]]:
+    """The root LlamaIndex dispatcher's span and event handlers, copied."""
+    from llama_index.core.instrumentation import get_dispatcher
+
+    root = get_dispatcher()
+    return list(root.span_handlers), list(root.event_handlers)
+
+
+def _restore_llamaindex(handlers: tuple[list[Any], list[Any]]) -> None:
+    """Put back the root dispatcher's handlers: OpenLLMetry 0.62.4's `uninstrument` is a no-op.
+
+    Its span handler would otherwise stay on every later LlamaIndex run in the process.
+    """
+    from llama_index.core.instrumentation import get_dispatcher
+
+    root = get_dispatcher()
+    root.span_handlers[:] = handlers[0]
+    root.event_handlers[:] = handlers[1]
 
 
 def restore_langchain() -> None:
