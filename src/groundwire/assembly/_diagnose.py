@@ -40,15 +40,22 @@ class TraceFamily:
 class Diagnoses:
     """Counts traces that gave no turn by family. Thread-safe, bounded."""
 
-    def __init__(self) -> None:
-        """Nothing counted yet."""
+    def __init__(self, limit: int = 1_000) -> None:
+        """Nothing counted yet; at most `limit` traces are explained (the rest only counted)."""
         self._lock = threading.Lock()
         self._families: dict[TraceFamily, int] = {}
+        self._limit = limit
+        self._explained = 0
         self.other = 0
-        """Traces without a turn beyond the remembered families."""
+        """Traces without a turn not explained (past `limit` or the remembered families)."""
 
     def add(self, spans: Sequence[object]) -> TraceFamily | None:
         """Diagnose one trace's spans that gave no turn; return its family (new ones only)."""
+        with self._lock:
+            if self._explained >= self._limit:
+                self.other += 1
+                return None
+            self._explained += 1
         new: TraceFamily | None = None
         for report in explain_traces(spans):
             new = self.count(report) or new
@@ -80,7 +87,7 @@ class Diagnoses:
             other = self.other
         lines = [family.describe(count) for family, count in ranked]
         if other:
-            lines.append(f"{other} more traces without a turn in other families")
+            lines.append(f"{other} more traces without a turn (not explained)")
         return lines
 
     def as_list(self) -> list[dict[str, Any]]:

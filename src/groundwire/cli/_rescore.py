@@ -232,6 +232,11 @@ def rescore_command(
     if not quiet:
         for line in summary.lines():
             err_console.print(escape(line), highlight=False, soft_wrap=True)
+    if summary.read.spans and not summary.turns_read:
+        err_console.print("[yellow]no turn found:[/]", highlight=False)
+        for line in summary.no_turn_reasons:
+            err_console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+    if not quiet:
         console.print(_summary_table(summary))
         console.print(f"results: {escape(os.fspath(out))}", highlight=False, soft_wrap=True)
     if summary.interrupted:

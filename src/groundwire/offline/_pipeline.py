@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from groundwire import semconv
 from groundwire._types import RagTurn
-from groundwire.assembly import SpanRecord, turns_from_spans
+from groundwire.assembly import Diagnoses, SpanRecord, turns_from_spans
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, TraceFormat, read_spans
@@ -44,6 +44,8 @@ class TurnCounts:
     peak_held_spans: int = 0
     evaluation_spans: int = 0
     """Evaluation carrier spans in the input (earlier scores), left out of reassembly."""
+    no_turn: Diagnoses = field(default_factory=Diagnoses)
+    """Why traces gave no turn, per trace family (`groundwire.assembly.Diagnoses`)."""
 
 
 def _is_evaluation(span: SpanRecord) -> bool:
@@ -73,7 +75,10 @@ def iter_turns(
     def turns_of(spans: list[SpanRecord]) -> Iterator[RagTurn]:
         """The turns of one complete trace, counted; resumed ones skipped, gold answers attached."""
         counts.traces += 1
-        for turn in turns_from_spans(spans):
+        turns = turns_from_spans(spans)
+        if not turns:
+            counts.no_turn.add(spans)
+        for turn in turns:
             counts.turns += 1
             if skip and (turn.trace_id or "", turn.span_id or "") in skip:
                 counts.resumed += 1

@@ -103,6 +103,11 @@ class RescoreSummary:
         """Turns read but not scored: already in OUT, or left when the run was interrupted."""
         return self.counts.turns - self.turns_scored
 
+    @property
+    def no_turn_reasons(self) -> list[str]:
+        """Why traces gave no turn, one line per trace family (docs/assembly.md, "Diagnosis")."""
+        return self.counts.no_turn.lines()
+
     def means(self) -> dict[str, float | None]:
         """Evaluator name -> mean computed value."""
         return {name: tally.mean for name, tally in self.tallies.items()}
