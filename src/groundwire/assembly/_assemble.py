@@ -10,10 +10,11 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from groundwire._types import RagTurn
 from groundwire.assembly._build import build_turn, origin_rank
+from groundwire.assembly._diagnose import Diagnoses
 from groundwire.assembly._dialects import OUTPUT_KEYS
 from groundwire.assembly._duplicates import DuplicateFilter, drop_duplicates
 from groundwire.assembly._reader import KIND_OTHER, SpanReader, span_kind
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["TurnAssembler", "turns_from_spans"]
 
 logger = logging.getLogger("groundwire.assembly")
+
+_DIAGNOSE_LIMIT: Final = 100
+"""Traces without a turn a `TurnAssembler` explains (only while it has found no turn)."""
 
 
 def turns_from_spans(
@@ -144,6 +148,9 @@ class TurnAssembler:
         self._open: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
         self._span_count = 0
         self._duplicates = DuplicateFilter()
+        self._found_turn = False
+        self.no_turn = Diagnoses(limit=_DIAGNOSE_LIMIT)
+        """Why released traces gave no turn, per family, until the first turn is found."""
         self.evicted_traces = 0
         """Traces evicted because the pending limits were reached."""
         self.evicted_spans = 0
@@ -200,7 +207,11 @@ class TurnAssembler:
         """Assemble released traces (outside the lock) and drop their live content."""
         turns: list[RagTurn] = []
         for pending in released:
-            for turn in _assemble(pending.tree, pending.reader):
+            found = _assemble(pending.tree, pending.reader)
+            if not found and not self._found_turn and len(pending.tree):
+                self._diagnose(pending.tree)
+            self._found_turn = self._found_turn or bool(found)
+            for turn in found:
                 root = pending.tree.spans.get(turn.span_id or "")
                 if root is None or self._duplicates.keep(turn, root):
                     turns.append(turn)
@@ -208,6 +219,16 @@ class TurnAssembler:
             for span_id in pending.tree.spans:
                 pending.reader.forget(span_id)
         return turns
+
+    def _diagnose(self, tree: TraceTree) -> None:
+        """Until a first turn is found, say once per trace family why a trace gave none."""
+        try:
+            family = self.no_turn.add(list(tree.spans.values()))
+        except Exception:
+            logger.debug("a trace could not be diagnosed", exc_info=True)
+            return
+        if family is not None:
+            logger.warning("groundwire has found no RAG turn yet: %s", family.describe(1))
 
     def _mark_released(self, span_ids: Iterable[str]) -> None:
         """Remember released spans so that late children are not kept (lock held, bounded)."""

@@ -13,7 +13,6 @@ from typing import Any
 
 from groundwire import semconv
 from groundwire._types import RagTurn
-from groundwire.assembly._assemble import _assemble, _record
 from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, OUTPUT_KEYS, Dialect
 from groundwire.assembly._reader import KIND_GENERATION, KIND_RETRIEVER, SpanReader
 from groundwire.assembly._record import SpanRecord
@@ -108,6 +107,8 @@ class TraceReport:
 
 def explain_traces(spans: Iterable[object]) -> list[TraceReport]:
     """One report per trace in `spans` (SDK spans or `SpanRecord`s), in first-seen order."""
+    from groundwire.assembly._assemble import _record  # _assemble imports this module
+
     trees: dict[str, TraceTree] = {}
     for span in spans:
         record = _record(span)
@@ -117,6 +118,8 @@ def explain_traces(spans: Iterable[object]) -> list[TraceReport]:
 
 def _explain(trace_id: str, tree: TraceTree) -> TraceReport:
     """The report of one trace."""
+    from groundwire.assembly._assemble import _assemble
+
     reader = SpanReader(None)
     notes: list[dict[str, Any]] = []
     _assemble(tree, reader, explain=notes)
