@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from groundwire import semconv
 from groundwire._types import Context
-from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, Source
+from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, OUTPUT_KEYS, Source
 from groundwire.assembly._extract import answer_text, decode, query_text
 from groundwire.assembly._kinds import (
     KIND_EMBEDDING,
@@ -149,12 +149,9 @@ class SpanReader:
             return False
         live = self.live(record)
         value = live.output if live is not None and live.output is not None else None
-        if value is None:
-            for dialect in DIALECTS:
-                outputs = dialect.outputs(record.attributes)
-                if outputs:
-                    value = outputs[0][1]
-                    break
+        if value is None:  # the raw attribute (JSON-wrapped or not) holds the placeholder
+            attributes = record.attributes
+            value = next((attributes[key] for key in OUTPUT_KEYS if key in attributes), None)
         return isinstance(value, str) and _STREAM_PLACEHOLDER.search(value) is not None
 
     def _read_query(self, record: SpanRecord) -> tuple[str | None, str | None]:
