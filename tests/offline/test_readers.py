@@ -257,7 +257,7 @@ def test_malformed_jaeger_array_reports_the_line(spans: list, tmp_path: Path) ->
     records = _records(broken, problems)
     assert len({r.trace_id for r in records}) == 3
     line = text[:cut].count("\n") + 1
-    assert f"{broken}:{line}: skipped: not valid JSON" in stream.getvalue()
+    assert f"{broken}:{line} (data[3]): skipped: not valid JSON" in stream.getvalue()
 
 
 def test_jaeger_key_order_and_error_responses(spans: list, tmp_path: Path) -> None:  # type: ignore[type-arg]

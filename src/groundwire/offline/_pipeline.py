@@ -3,12 +3,19 @@
 The one streaming path both engines use (Ray runs it once per file). Evaluation carrier spans
 (earlier scores, e.g. from online scoring into the same file) are left out, gold answers are
 attached and turns already in OUT (`--resume`) are skipped here, before any scoring.
+
+Duplicates (the same spans exported twice: a Collector retry, overlapping files) are dropped here
+too, counted in `TurnCounts.duplicate_spans` and `duplicate_turns`: a span whose trace and span id
+were read before (among the last `WindowOptions.remember_spans`) is left out before reassembly,
+and a turn whose trace and root span id were already produced (among the last `remember_turns`)
+is not produced again, so a duplicate trace gives one turn wherever its copies lie.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Iterator
+from collections import deque
+from collections.abc import Collection, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -29,6 +36,10 @@ class WindowOptions:
     grace: int = 8
     max_spans: int = 200_000
     max_traces: int = 20_000
+    remember_spans: int = 200_000
+    """How many recent span ids are remembered to recognise a span read twice (~80 B each)."""
+    remember_turns: int = 1_000_000
+    """How many produced turns are remembered to recognise a trace read twice (~80 B each)."""
 
 
 @dataclass(slots=True)
@@ -46,6 +57,34 @@ class TurnCounts:
     """Evaluation carrier spans in the input (earlier scores), left out of reassembly."""
     no_turn: Diagnoses = field(default_factory=Diagnoses)
     """Why traces gave no turn, per trace family (`groundwire.assembly.Diagnoses`)."""
+    duplicate_spans: int = 0
+    """Spans read a second time (same trace and span id: a Collector retry), left out."""
+    duplicate_turns: int = 0
+    """Turns assembled a second time (a duplicate trace read after its first copy was released)."""
+
+
+class _Recent:
+    """The last `capacity` keys seen, as 64-bit hashes: repeats found with bounded memory."""
+
+    def __init__(self, capacity: int) -> None:
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+            raise ValueError(f"remember_* must be an int >= 0, got {capacity!r}")
+        self._capacity = capacity
+        self._seen: set[int] = set()
+        self._order: deque[int] = deque()
+
+    def first_time(self, key: Hashable) -> bool:
+        """True (and remember it) when `key` is not among the recent keys; False for a repeat."""
+        if not self._capacity:
+            return True
+        fingerprint = hash(key)
+        if fingerprint in self._seen:
+            return False
+        self._seen.add(fingerprint)
+        self._order.append(fingerprint)
+        if len(self._order) > self._capacity:
+            self._seen.discard(self._order.popleft())
+        return True
 
 
 def _is_evaluation(span: SpanRecord) -> bool:
@@ -71,6 +110,8 @@ def iter_turns(
     traces = TraceWindow(
         grace=window.grace, max_spans=window.max_spans, max_traces=window.max_traces
     )
+    seen_spans = _Recent(window.remember_spans)
+    seen_turns = _Recent(window.remember_turns)
 
     def turns_of(spans: list[SpanRecord]) -> Iterator[RagTurn]:
         """The turns of one complete trace, counted; resumed ones skipped, gold answers attached."""
@@ -79,6 +120,10 @@ def iter_turns(
         if not turns:
             counts.no_turn.add(spans)
         for turn in turns:
+            key = (turn.trace_id, turn.span_id)
+            if turn.trace_id and turn.span_id and not seen_turns.first_time(key):
+                counts.duplicate_turns += 1
+                continue
             counts.turns += 1
             if skip and (turn.trace_id or "", turn.span_id or "") in skip:
                 counts.resumed += 1
@@ -87,10 +132,12 @@ def iter_turns(
 
     try:
         for batch in read_spans(paths, problems, fmt=fmt):
-            spans = batch.spans
+            spans = [s for s in batch.spans if seen_spans.first_time((s.trace_id, s.span_id))]
+            counts.duplicate_spans += len(batch.spans) - len(spans)
             if any(_is_evaluation(span) for span in spans):
-                spans = [span for span in spans if not _is_evaluation(span)]
-                counts.evaluation_spans += len(batch.spans) - len(spans)
+                kept = [span for span in spans if not _is_evaluation(span)]
+                counts.evaluation_spans += len(spans) - len(kept)
+                spans = kept
             for trace in traces.add(spans):
                 yield from turns_of(trace)
         for trace in traces.flush():

@@ -4,12 +4,15 @@
 from groundwire.offline.readers import Problems, read_spans
 
 for batch in read_spans(["traces.jsonl.gz", "jaeger.json"], Problems()):
-    ...  # batch.spans: list[SpanRecord], batch.where: "file:line"
+    ...  # batch.spans: list[SpanRecord], batch.logs: list[LogRecordData], batch.where
 ```
 
-Formats are detected from the first bytes (gzip and zstd are decompressed transparently); a bad
-record is reported with its file and line and skipped (`Problems(strict=True)` raises instead).
-Each reader holds one record at a time, so memory does not grow with the file.
+Formats are detected from the first records that parse, not the first line alone (gzip and zstd
+are decompressed transparently); a bad record, a damaged first or last line included, is reported
+with its file and line and skipped (`Problems(strict=True)` raises instead).
+Log records (OTLP `resourceLogs` lines, `LogsData` protobuf frames) come as `SpanBatch.logs`,
+counted in `ReadStats.log_records`. Each reader holds one record at a time, so memory does not
+grow with the file.
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from groundwire.offline.readers._common import (
     span_id_hex,
     trace_id_hex,
 )
-from groundwire.offline.readers._detect import FORMATS, TraceFormat, detect_format
+from groundwire.offline.readers._detect import (
+    FORMAT_NAMES,
+    FORMATS,
+    FormatMismatchError,
+    TraceFormat,
+    detect_format,
+    sniff_format,
+)
 from groundwire.offline.readers._jaeger import read_jaeger, spans_from_jaeger_trace
 from groundwire.offline.readers._otlp_json import read_otlp_json, spans_from_request
 from groundwire.offline.readers._otlp_proto import read_otlp_proto, spans_from_message
@@ -33,7 +43,9 @@ from groundwire.offline.readers._source import SourceFile, open_source
 
 __all__ = [
     "FORMATS",
+    "FORMAT_NAMES",
     "BadRecordError",
+    "FormatMismatchError",
     "Problems",
     "ReadStats",
     "SourceFile",
@@ -43,6 +55,7 @@ __all__ = [
     "open_source",
     "read_file",
     "read_spans",
+    "sniff_format",
     "span_id_hex",
     "spans_from_jaeger_trace",
     "spans_from_message",
@@ -64,11 +77,34 @@ def read_file(
     if fmt is not None and fmt not in _READERS:
         raise ValueError(f"unknown trace format {fmt!r}; expected one of {list(FORMATS)}")
     with open_source(path) as source:
-        chosen = fmt or detect_format(source)
         stats = problems.stats
+        try:
+            chosen = fmt or detect_format(source)
+            if fmt is not None:
+                shown = sniff_format(source)
+                if shown is not None and shown != fmt:
+                    raise FormatMismatchError(source.path, fmt, shown)
+        except FormatMismatchError:
+            raise
+        except ValueError:
+            if source.damage is None:
+                raise
+            stats.files += 1
+            problems.damaged(str(source.path), source.damage.describe())
+            return
         stats.files += 1
+        records_before = stats.records
         try:
             yield from _READERS[chosen](source, problems)
+            damage = source.damage
+            if damage is not None:
+                read = stats.records - records_before
+                message = (
+                    damage.describe(unit="messages", count=read)
+                    if chosen == "otlp-proto"
+                    else damage.describe()
+                )
+                problems.damaged(str(source.path), message)
         finally:
             stats.bytes_done += source.size
             stats.file_position = 0
@@ -80,13 +116,17 @@ def read_spans(
     *,
     fmt: TraceFormat | None = None,
 ) -> Iterator[SpanBatch]:
-    """Yield the span batches of every file in order; an unreadable file is a bad record."""
+    """Yield the span batches of every file in order; an unreadable file is a bad record.
+
+    A file whose records show another format than `fmt` raises FormatMismatchError (naming both):
+    the format was the caller's mistake, not the file's.
+    """
     for path in paths:
         try:
             yield from read_file(path, problems, fmt=fmt)
         except OSError as error:
             problems.report(str(path), f"cannot read the file: {error.strerror or error}")
         except ValueError as error:
-            if isinstance(error, BadRecordError):
+            if isinstance(error, BadRecordError | FormatMismatchError):
                 raise
             problems.report(str(path), str(error))

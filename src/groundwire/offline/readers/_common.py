@@ -59,7 +59,12 @@ class ReadStats:
     spans: int = 0
     bad_records: int = 0
     other_records: int = 0
-    """Records holding metrics or logs, not spans (skipped without complaint)."""
+    """Good records holding metrics or logs, not spans (metrics are skipped without complaint)."""
+    log_records: int = 0
+    """Log records read (OTLP `resourceLogs`), carried in `SpanBatch.logs`."""
+    damaged_files: int = 0
+    """Files whose byte stream ended early or broke (a cut or corrupt gzip/zstd stream, an I/O
+    error): what came before the damage was read, the rest is lost (also one bad record)."""
     bytes_done: int = 0
     """Size on disk of the files read to the end."""
     file_position: int = 0
@@ -83,19 +88,28 @@ class Problems:
     stats: ReadStats = field(default_factory=ReadStats)
     on_report: Callable[[str], None] | None = None
     """Called with each message instead of writing to `stream` (the CLI routes it via rich)."""
+    max_record_bytes: int = 256 << 20
+    """A record (line, protobuf message, Jaeger trace) larger than this is reported and skipped,
+    so one runaway line cannot exhaust memory."""
 
-    def report(self, where: str, message: str) -> None:
+    def report(self, where: str, message: str, *, skipped: bool = True) -> None:
         """Record one bad record; raises BadRecordError in strict mode."""
         self.stats.bad_records += 1
         if self.strict:
             raise BadRecordError(where, message)
-        text = f"{where}: skipped: {message}"
+        text = f"{where}: skipped: {message}" if skipped else f"{where}: {message}"
         if len(self.stats.bad_examples) < 20:
             self.stats.bad_examples.append(text)
         if self.on_report is not None:
             self.on_report(text)
         else:
             print(f"groundwire: {text}", file=self.stream or sys.stderr)
+
+    def damaged(self, where: str, message: str) -> None:
+        """Record a file whose stream ended early or broke: once, as one bad record."""
+        self.stats.damaged_files += 1
+        self.stats.records += 1
+        self.report(where, message, skipped=False)
 
 
 def _from_b64(value: str, size: int, what: str) -> str:

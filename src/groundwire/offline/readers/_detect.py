@@ -1,54 +1,144 @@
-"""Telling trace file formats apart from their first bytes (after decompression)."""
+"""Telling trace file formats apart from their first records (after decompression).
+
+Not from the first line alone: a first line cut by log rotation, a stray line of garbage or the
+NUL bytes `copytruncate` leaves must not decide. In order: bytes that JSON text never holds
+(control characters other than NUL and whitespace) mean OTLP protobuf; else the first complete
+lines that parse as JSON decide (OTLP/JSON requests or Jaeger traces); else the first JSON keys
+that only one format uses (`"resourceSpans"`, `"traceId"` vs. Jaeger's `"traceID"`,
+`"operationName"`); else the file name's extension; else the file is none of the formats.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
 from groundwire.offline.readers._source import SourceFile
 
-__all__ = ["FORMATS", "TraceFormat", "detect_format"]
+__all__ = ["FORMATS", "FORMAT_NAMES", "FormatMismatchError", "TraceFormat", "detect_format"]
 
 TraceFormat: TypeAlias = Literal["otlp-json", "otlp-proto", "jaeger"]
 """A trace file format groundwire reads."""
 FORMATS: Final[tuple[TraceFormat, ...]] = ("otlp-json", "otlp-proto", "jaeger")
+FORMAT_NAMES: Final[dict[TraceFormat, str]] = {
+    "otlp-json": "OTLP/JSON",
+    "otlp-proto": "OTLP protobuf",
+    "jaeger": "Jaeger JSON",
+}
+"""How messages name each format."""
 
-_FIRST_KEY: Final = re.compile(rb'^\s*\{\s*"([A-Za-z_]+)"')
-_OTLP_KEYS: Final = frozenset(
+_SAMPLE: Final = 1 << 16
+_LINES: Final = 20
+"""Complete lines of the sample tried as JSON records."""
+_BINARY: Final = re.compile(rb"[\x01-\x08\x0b\x0c\x0e-\x1f]")
+_OTLP_SIGNALS: Final = frozenset(
     {
-        b"resourceSpans",
-        b"resource_spans",
-        b"resourceMetrics",
-        b"resource_metrics",
-        b"resourceLogs",
-        b"resource_logs",
+        "resourceSpans",
+        "resource_spans",
+        "resourceMetrics",
+        "resource_metrics",
+        "resourceLogs",
+        "resource_logs",
     }
 )
-_JAEGER_KEYS: Final = frozenset({b"data", b"traceID", b"total", b"limit", b"offset", b"errors"})
+_JAEGER_TOP: Final = frozenset({"data", "traceID", "spans", "processes"})
+_OTLP_KEY: Final = re.compile(
+    rb'(?<!\\)"(?:resource_?[Ss]pans|resource_?[Ll]ogs|resource_?[Mm]etrics|scope_?[Ss]pans|'
+    rb"scope_?[Ll]ogs|log_?[Rr]ecords|trace_?[Ii]d|span_?[Ii]d|startTimeUnixNano|"
+    rb'start_time_unix_nano)"\s*:'
+)
+_JAEGER_KEY: Final = re.compile(rb'(?<!\\)"(?:traceID|spanID|operationName|processID)"\s*:')
+_EXTENSIONS: Final[dict[str, TraceFormat]] = {
+    ".jsonl": "otlp-json",
+    ".ndjson": "otlp-json",
+    ".pb": "otlp-proto",
+    ".binpb": "otlp-proto",
+    ".protobuf": "otlp-proto",
+    ".proto": "otlp-proto",
+}
+_COMPRESSED: Final = (".gz", ".gzip", ".zst", ".zstd")
+
+
+class FormatMismatchError(ValueError):
+    """A file was to be read in one format but its records are in another."""
+
+    def __init__(self, path: Path, requested: TraceFormat, detected: TraceFormat) -> None:
+        super().__init__(
+            f"{path} is {FORMAT_NAMES[detected]} ({detected}), not {FORMAT_NAMES[requested]} "
+            f"({requested}); read it as {detected}, or leave the format out to detect it"
+        )
+        self.path = path
+        self.requested = requested
+        self.detected = detected
+
+
+def _sample(source: SourceFile) -> bytes:
+    """The first decompressed bytes, without consuming them."""
+    stream = source.stream
+    return stream.peek(_SAMPLE)[:_SAMPLE]
+
+
+def _from_records(sample: bytes) -> TraceFormat | None:
+    """The format of the first complete lines that parse as JSON records, if any does."""
+    lines = sample.split(b"\n")
+    if len(lines) > 1:
+        lines = lines[:-1]  # the last piece may be cut by the sample's end
+    for line in lines[:_LINES]:
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, list):
+            return "jaeger"
+        if not isinstance(value, dict):
+            continue
+        if _OTLP_SIGNALS.intersection(value):
+            return "otlp-json"
+        if _JAEGER_TOP.intersection(value):
+            return "jaeger"
+    return None
+
+
+def _from_keys(sample: bytes) -> TraceFormat | None:
+    """The format whose JSON keys come first in the sample (string contents escape quotes)."""
+    otlp = _OTLP_KEY.search(sample)
+    jaeger = _JAEGER_KEY.search(sample)
+    if otlp is None and jaeger is None:
+        return None
+    if jaeger is None or (otlp is not None and otlp.start() < jaeger.start()):
+        return "otlp-json"
+    return "jaeger"
+
+
+def _from_name(path: Path) -> TraceFormat | None:
+    """The format the file name's extension suggests (compression suffixes ignored)."""
+    name = path.name.lower()
+    for suffix in _COMPRESSED:
+        name = name.removesuffix(suffix)
+    return _EXTENSIONS.get(Path(name).suffix)
+
+
+def sniff_format(source: SourceFile) -> TraceFormat | None:
+    """The format the content shows (records, keys, binary bytes); None when it shows none."""
+    sample = _sample(source).lstrip(b"\xef\xbb\xbf")
+    if _BINARY.search(sample):
+        return "otlp-proto"
+    return _from_records(sample) or _from_keys(sample)
 
 
 def detect_format(source: SourceFile) -> TraceFormat:
-    """The format of `source`, from its first bytes; ValueError when it is none of them."""
-    stream = source.stream
-    head: bytes = stream.peek(4096)[:4096] if hasattr(stream, "peek") else b""
-    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not stripped:
+    """The format of `source` from its content, else its extension; ValueError for neither."""
+    sample = _sample(source)
+    if not sample.strip(b"\xef\xbb\xbf \t\r\n\x00"):
         raise ValueError(f"{source.path} is empty")
-    if stripped[:1] == b"[":
-        return "jaeger"
-    if stripped[:1] == b"{":
-        match = _FIRST_KEY.match(stripped)
-        key = match.group(1) if match else b""
-        if key in _OTLP_KEYS:
-            return "otlp-json"
-        if key in _JAEGER_KEYS:
-            return "jaeger"
-        if b'"traceID"' in head:
-            return "jaeger"
-        return "otlp-json"
-    if stripped[:1].isascii() and stripped[:1].isalpha():
+    found = sniff_format(source) or _from_name(source.path)
+    if found is None:
         raise ValueError(
             f"{source.path} is neither OTLP/JSON, OTLP protobuf nor Jaeger JSON "
-            f"(it starts with {head[:20]!r})"
+            f"(it starts with {sample[:20]!r})"
         )
-    return "otlp-proto"
+    return found

@@ -29,6 +29,13 @@ _CHUNK: Final = 1 << 20
 _DATA_ARRAY: Final = re.compile(r'"data"\s*:\s*\[')
 _WHITESPACE: Final = re.compile(r"[\s,]*")
 _FIRST_KEY: Final = re.compile(r'\s*\{\s*"([^"\\]*)"\s*:\s*')
+_TRACE_START: Final = re.compile(
+    r'\{\s{0,40}"traceID"\s{0,40}:\s{0,40}"[0-9A-Za-z+/=]{1,64}"\s{0,40},\s{0,40}"spans"\s{0,40}:\s{0,40}\['
+)
+"""A trace object's start as Jaeger writes it (`traceID`, then `spans`): where to read on after
+damage. A span object starts with `traceID` too, but `spanID` follows it."""
+_TRACE_START_SPAN: Final = 400
+"""Longest text `_TRACE_START` can match (for searching across chunk boundaries)."""
 _TRACE_KEYS: Final = frozenset({"traceID", "spans", "processes", "warnings"})
 _SCOPE_TAGS: Final = ("otel.scope.name", "otel.library.name")
 _DROPPED_TAGS: Final = frozenset(
@@ -143,7 +150,7 @@ class _Text:
 
     def __init__(self, source: SourceFile) -> None:
         self._source = source
-        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="strict")
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
         self.buffer = ""
         self.pos = 0
         self.line = 1
@@ -177,61 +184,103 @@ class _Text:
         return self.line + self.buffer.count("\n", 0, index)
 
 
-def _decode_items(text: _Text, where: str) -> Iterator[tuple[int, Any]]:
-    """Decode the elements of the JSON array starting at `text.pos` one by one: (line, value)."""
+def _needs_more(error: json.JSONDecodeError, text: _Text) -> bool:
+    """True when the decode failed because the buffer ends inside the value (not bad JSON)."""
+    return error.pos >= len(text.buffer) - 1 or error.msg.startswith("Unterminated string")
+
+
+def _resync(text: _Text, after: int) -> bool:
+    """Move `text.pos` to the next trace object's start after `after`; False at end of file."""
+    text.pos = after
+    while True:
+        match = _TRACE_START.search(text.buffer, text.pos)
+        if match is not None:
+            text.pos = match.start()
+            return True
+        text.pos = max(text.pos, len(text.buffer) - _TRACE_START_SPAN)
+        if not text.more():
+            text.pos = len(text.buffer)
+            return False
+
+
+def _items(text: _Text, *, closed: bool, limit: int) -> Iterator[tuple[int, Any, str | None]]:
+    """The values of a JSON array (`closed`) or of a run of top-level values, from `text.pos`.
+
+    Yields (line, value, None), or (line, None, why) for a value that is not valid JSON, after
+    which decoding resumes at the next trace object, so one damaged trace costs only itself.
+    """
     decoder = json.JSONDecoder()
     while True:
         match = _WHITESPACE.match(text.buffer, text.pos)
         text.pos = match.end() if match else text.pos
         if text.pos >= len(text.buffer):
             if not text.more():
-                raise ValueError(f"{where}: the 'data' array is not closed")
+                if closed:
+                    yield text.line_at(text.pos), None, "the 'data' array is not closed"
+                return
             continue
-        if text.buffer[text.pos] == "]":
+        if closed and text.buffer[text.pos] == "]":
             return
         while True:
             try:
                 value, end = decoder.raw_decode(text.buffer, text.pos)
-                break
             except json.JSONDecodeError as error:
-                if not text.more(len(text.buffer)):
-                    raise ValueError(
-                        f"{where}:{text.line_at(error.pos)}: not valid JSON ({error.msg})"
-                    ) from None
-        line = text.line_at(text.pos)
-        text.pos = end
-        yield line, value
+                if len(text.buffer) - text.pos > limit:
+                    yield text.line_at(text.pos), None, f"trace longer than {limit:,} characters"
+                    if not _resync(text, text.pos + 1):
+                        return
+                    break
+                if _needs_more(error, text) and text.more(len(text.buffer)):
+                    continue
+                line = text.line_at(min(error.pos, len(text.buffer)))
+                yield line, None, f"not valid JSON ({error.msg})"
+                if not _resync(text, text.pos + 1):
+                    return
+                break
+            except RecursionError:
+                yield text.line_at(text.pos), None, "JSON nested too deeply"
+                if not _resync(text, text.pos + 1):
+                    return
+                break
+            line = text.line_at(text.pos)
+            text.pos = end
+            yield line, value, None
+            break
 
 
-def _top_level(text: _Text, where: str) -> str:
-    """`array` when the traces are a (data) array at `text.pos`, `trace` for a bare trace.
+def _top_level(text: _Text) -> tuple[str, str | None]:
+    """How the traces are laid out from `text.pos` on, and why the start was skipped if it was.
 
-    The first key decides: `data` is the API/UI wrapper, a trace field a bare trace; any other
-    first key (`total`, `errors`, ...) means the `data` array comes later and is searched for.
+    `array`: a (`data`) array of traces; `values`: a bare trace or a run of traces (one per line);
+    a start that is neither (the first record cut by log rotation, a stray line) is skipped to the
+    first whole trace object, and the reason is returned with `values`.
     """
     while not text.buffer.strip() and text.more():
         pass
     head = text.buffer.lstrip()
     if head.startswith("["):
         text.pos = text.buffer.index("[") + 1
-        return "array"
-    if not head.startswith("{"):
-        raise ValueError(f"{where}:1: not Jaeger JSON: expected an object or an array")
+        return "array", None
     first = _FIRST_KEY.match(text.buffer)
     if first is not None and first.group(1) in _TRACE_KEYS:
-        return "trace"
+        text.pos = text.buffer.index("{")
+        return "values", None
     if first is not None and first.group(1) == "data":
         if text.buffer[first.end() : first.end() + 1] == "[":
             text.pos = first.end() + 1
-            return "array"
-        raise ValueError(f"{where}:1: the 'data' field holds no list of traces")
-    while True:
-        match = _DATA_ARRAY.search(text.buffer)
-        if match:
-            text.pos = match.end()
-            return "array"
-        if not text.more(len(text.buffer)):
-            raise ValueError(f"{where}:1: not Jaeger JSON: no 'data' array and no trace")
+            return "array", None
+        raise ValueError("the 'data' field holds no list of traces")
+    if head.startswith("{"):
+        while True:
+            match = _DATA_ARRAY.search(text.buffer)
+            if match:
+                text.pos = match.end()
+                return "array", None
+            if not text.more(len(text.buffer)):
+                break
+    if not _resync(text, 0):
+        raise ValueError("not Jaeger JSON: no 'data' array and no whole trace")
+    return "values", "not a whole trace (the start of the file is cut or damaged)"
 
 
 def read_jaeger(source: SourceFile, problems: Problems) -> Iterator[SpanBatch]:
@@ -240,28 +289,34 @@ def read_jaeger(source: SourceFile, problems: Problems) -> Iterator[SpanBatch]:
     where = str(source.path)
     text = _Text(source)
     try:
-        if _top_level(text, where) == "trace":
-            while text.more(len(text.buffer)):
-                pass
-            items: Iterator[tuple[int, Any]] = iter([(1, json.loads(text.buffer))])
-        else:
-            items = _decode_items(text, where)
-        for index, (line, trace) in enumerate(items):
+        layout, skipped = _top_level(text)
+    except ValueError as error:
+        if source.damage is None:
             stats.records += 1
-            stats.file_position = source.position
-            item_where = f"{where}:{line} (data[{index}])"
-            try:
-                records = spans_from_jaeger_trace(trace)
-            except (ValueError, TypeError, KeyError, AttributeError) as error:
-                problems.report(item_where, f"not a valid Jaeger trace: {error}")
-                continue
-            stats.spans += len(records)
-            yield SpanBatch(records, item_where)
-    except (ValueError, UnicodeDecodeError) as error:
+            problems.report(f"{where}:1", str(error))
+        return
+    if skipped is not None:
         stats.records += 1
-        message = str(error)
-        if message.startswith(where):
-            at, _, rest = message.partition(": ")
-            problems.report(at, rest)
-        else:
-            problems.report(f"{where}:{text.line}", message)
+        problems.report(f"{where}:1", f"{skipped}; read on from line {text.line_at(text.pos)}")
+    for index, (line, trace, why) in enumerate(
+        _items(text, closed=layout == "array", limit=problems.max_record_bytes)
+    ):
+        item_where = f"{where}:{line} (data[{index}])" if layout == "array" else f"{where}:{line}"
+        if why is not None:
+            if source.damage is not None and text.eof:
+                return  # the trace cut by the damage, reported once by `read_file`
+            stats.records += 1
+            problems.report(item_where, why)
+            continue
+        stats.records += 1
+        stats.file_position = source.position
+        try:
+            records = spans_from_jaeger_trace(trace)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as error:
+            problems.report(item_where, f"not a valid Jaeger trace: {error}")
+            continue
+        except RecursionError:
+            problems.report(item_where, "not a valid Jaeger trace: nested too deeply")
+            continue
+        stats.spans += len(records)
+        yield SpanBatch(records, item_where)

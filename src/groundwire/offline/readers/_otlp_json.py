@@ -4,15 +4,14 @@ The layout the OpenTelemetry Collector's file exporter and groundwire's own `Jso
 write. Parsed straight from the decoded JSON (no protobuf round trip: several times faster), with
 the protobuf JSON mapping's leniencies: lowerCamelCase or snake_case keys, 64-bit integers as
 strings or numbers, enums as integers or names, hex ids (OTLP/JSON) or base64 ids (plain protobuf
-JSON). Lines holding metrics or logs are counted and skipped; blank lines are ignored.
+JSON). Lines holding logs (`resourceLogs`) give `SpanBatch.logs`; lines holding metrics are
+counted and skipped; blank lines are ignored.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -23,9 +22,11 @@ from groundwire.offline.readers._common import (
     span_id_hex,
     trace_id_hex,
 )
+from groundwire.offline.readers._otlp_logs import logs_from_request
+from groundwire.offline.readers._otlp_values import any_value, attributes, get
 from groundwire.offline.readers._source import SourceFile
 
-__all__ = ["any_value", "read_otlp_json", "spans_from_request"]
+__all__ = ["any_value", "attributes", "read_otlp_json", "spans_from_request"]
 
 _STATUS: Final = {
     0: "UNSET",
@@ -40,61 +41,6 @@ _IS_REMOTE: Final = 0x200
 _OTHER_SIGNALS: Final = ("resourceMetrics", "resource_metrics", "resourceLogs", "resource_logs")
 
 
-def _get(node: Mapping[str, Any], camel: str, snake: str, default: Any = None) -> Any:
-    """`node[camel]`, else `node[snake]` (protobuf JSON accepts both spellings)."""
-    value = node.get(camel)
-    if value is None:
-        value = node.get(snake, default)
-    return value
-
-
-def _array(item: Any) -> tuple[Any, ...]:
-    """An `arrayValue` as a tuple."""
-    return tuple(any_value(v) for v in (item or {}).get("values", ()))
-
-
-def _kvlist(item: Any) -> dict[str, Any]:
-    """A `kvlistValue` as a dict."""
-    return attributes((item or {}).get("values", ()))
-
-
-def _identity(item: Any) -> Any:
-    """A `stringValue` as is."""
-    return item
-
-
-_CONVERTERS: Final[dict[str, Callable[[Any], Any]]] = {
-    "stringValue": _identity,
-    "intValue": int,
-    "doubleValue": float,
-    "boolValue": bool,
-    "arrayValue": _array,
-    "kvlistValue": _kvlist,
-    "bytesValue": base64.b64decode,
-}
-_CONVERTERS.update({re.sub(r"([A-Z])", r"_\1", k).lower(): v for k, v in list(_CONVERTERS.items())})
-
-
-def any_value(value: Any) -> Any:
-    """An OTLP/JSON `AnyValue` as a Python value (arrays as tuples, kvlists as dicts)."""
-    if not isinstance(value, Mapping):
-        raise ValueError(f"attribute value must be an object, got {value!r}")
-    for key, item in value.items():
-        convert = _CONVERTERS.get(key)
-        if convert is not None:
-            return convert(item)
-    return None
-
-
-def attributes(pairs: Any) -> dict[str, Any]:
-    """A list of OTLP/JSON `KeyValue`s as a dict."""
-    if not pairs:
-        return {}
-    if not isinstance(pairs, list):
-        raise ValueError(f"attributes must be a list, got {type(pairs).__name__}")
-    return {pair["key"]: any_value(pair.get("value") or {}) for pair in pairs}
-
-
 def _nanos(value: Any, what: str) -> int:
     """A Unix-nanosecond time given as a string or number."""
     if value is None or value == "":
@@ -107,20 +53,20 @@ def _nanos(value: Any, what: str) -> int:
 
 def _span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str | None) -> SpanRecord:
     """One OTLP/JSON span as a SpanRecord; errors say which field is wrong."""
-    parent = _get(span, "parentSpanId", "parent_span_id")
+    parent = get(span, "parentSpanId", "parent_span_id")
     status = span.get("status") or {}
     code = status.get("code", 0)
     status_code = _STATUS.get(code)
     if status_code is None:
         raise ValueError(f"unknown status code {code!r}")
     flags = int(span.get("flags") or 0)
-    end = _get(span, "endTimeUnixNano", "end_time_unix_nano")
+    end = get(span, "endTimeUnixNano", "end_time_unix_nano")
     return SpanRecord(
-        trace_id=trace_id_hex(_get(span, "traceId", "trace_id")),
-        span_id=span_id_hex(_get(span, "spanId", "span_id")),
+        trace_id=trace_id_hex(get(span, "traceId", "trace_id")),
+        span_id=span_id_hex(get(span, "spanId", "span_id")),
         parent_span_id=span_id_hex(parent, "parentSpanId") if parent else None,
         name=str(span.get("name", "")),
-        start_time_ns=_nanos(_get(span, "startTimeUnixNano", "start_time_unix_nano"), "start"),
+        start_time_ns=_nanos(get(span, "startTimeUnixNano", "start_time_unix_nano"), "start"),
         end_time_ns=None if end is None else _nanos(end, "endTimeUnixNano"),
         attributes=MappingProxyType(attributes(span.get("attributes"))),
         status_code=status_code,
@@ -137,7 +83,7 @@ def spans_from_request(data: Any) -> list[SpanRecord] | None:
     """
     if not isinstance(data, Mapping):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-    resource_spans = _get(data, "resourceSpans", "resource_spans")
+    resource_spans = get(data, "resourceSpans", "resource_spans")
     if resource_spans is None:
         if any(key in data for key in _OTHER_SIGNALS):
             return None
@@ -148,8 +94,8 @@ def spans_from_request(data: Any) -> list[SpanRecord] | None:
     for r_index, group in enumerate(resource_spans):
         resource = MappingProxyType(attributes((group.get("resource") or {}).get("attributes")))
         scopes = (
-            _get(group, "scopeSpans", "scope_spans")
-            or _get(group, "instrumentationLibrarySpans", "instrumentation_library_spans")
+            get(group, "scopeSpans", "scope_spans")
+            or get(group, "instrumentationLibrarySpans", "instrumentation_library_spans")
             or []
         )
         for s_index, scope_spans in enumerate(scopes):
@@ -165,28 +111,64 @@ def spans_from_request(data: Any) -> list[SpanRecord] | None:
     return records
 
 
+def _lines(source: SourceFile, limit: int) -> Iterator[bytes | None]:
+    """The file's lines; None in place of a line longer than `limit` (read past, never held)."""
+    readline = source.stream.readline
+    while True:
+        line = readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = readline(1 << 20)
+            yield None
+            continue
+        yield line
+
+
 def read_otlp_json(source: SourceFile, problems: Problems) -> Iterator[SpanBatch]:
-    """Yield the spans of each line of an OTLP/JSON-lines file; bad lines go to `problems`."""
+    """Yield the spans (or log records) of each line of an OTLP/JSON-lines file.
+
+    Bad lines go to `problems`; metrics lines are counted in `other_records` and skipped.
+    """
     stats = problems.stats
-    for number, line in enumerate(source.stream, start=1):
+    limit = problems.max_record_bytes
+    for number, line in enumerate(_lines(source, limit), start=1):
         stats.file_position = source.position
+        if line is None:
+            stats.records += 1
+            problems.report(
+                f"{source.path}:{number}", f"line longer than {limit:,} bytes (the record limit)"
+            )
+            continue
+        if line[:1] == b"\0":
+            line = line.lstrip(b"\0")  # what `copytruncate` log rotation leaves before a record
         if not line.strip():
             continue
+        if source.damage is not None and not line.endswith(b"\n"):
+            return  # the cut last line is part of the damage, reported once by `read_file`
         stats.records += 1
         where = f"{source.path}:{number}"
+        signal = "traces"
         try:
-            records = spans_from_request(json.loads(line))
+            data = json.loads(line)
+            records = spans_from_request(data)
+            signal = "logs"
+            logs = logs_from_request(data) if records is None else None
         except json.JSONDecodeError as error:
             problems.report(where, f"not valid JSON ({error.msg} at column {error.colno})")
             continue
-        except (ValueError, TypeError, KeyError, AttributeError) as error:
-            problems.report(where, f"not a valid OTLP/JSON traces request: {error}")
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as error:
+            problems.report(where, f"not a valid OTLP/JSON {signal} request: {error}")
             continue
         except RecursionError:
             problems.report(where, "JSON nested too deeply")
             continue
         if records is None:
             stats.other_records += 1
+            if logs:
+                stats.log_records += len(logs)
+                yield SpanBatch([], where, logs)
             continue
         stats.spans += len(records)
         yield SpanBatch(records, where)

@@ -1,31 +1,36 @@
 """OTLP protobuf files: a stream of `TracesData` / `ExportTraceServiceRequest` messages.
 
-Two framings are read, told apart from the first bytes: the Collector file exporter's
-(`format: proto`: each message preceded by its size as a 4-byte big-endian integer) and the
-varint size prefix of protobuf's "delimited" streaming convention (what the OTLP file-exporter
-specification asks for, and Java's `writeDelimitedTo`). Both messages share one wire layout.
+The three signals share one wire layout up to the records (field 1 of every `*Data` message is
+its `resource_*` list), so a frame is told apart by what decodes cleanly: spans with ids of the
+right length are traces; else log records without unknown fields are logs (`SpanBatch.logs`);
+anything else that decodes (metrics, an empty message) is counted and skipped.
+
+Two framings are read (see `_frames`): the Collector file exporter's 4-byte big-endian size
+prefix and the varint prefix of protobuf's delimited convention. The framing is found from the
+first whole messages, and found again after damage, so a first message cut by log rotation or a
+corrupt stretch costs only the bytes it spans, each reported with its byte offset.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from types import MappingProxyType
-from typing import IO, Any, Final
+from typing import Any, Final, Literal, NamedTuple
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from groundwire.assembly import SpanRecord
+from groundwire.assembly._log_record import LogRecordData
 from groundwire.offline.readers._common import Problems, SpanBatch
+from groundwire.offline.readers._frames import Cut, Gap, frames
+from groundwire.offline.readers._otlp_logs import logs_from_message
 from groundwire.offline.readers._source import SourceFile
 
-__all__ = ["read_otlp_proto", "spans_from_message"]
+__all__ = ["Decoded", "decode_message", "read_otlp_proto", "spans_from_message"]
 
 _STATUS: Final = ("UNSET", "OK", "ERROR")
 _HAS_IS_REMOTE: Final = 0x100
 _IS_REMOTE: Final = 0x200
-_MAX_MESSAGE: Final = 1 << 30
-"""Larger sizes mean a corrupt prefix, not a real message."""
-_RESOURCE_SPANS_TAG: Final = 0x0A
 
 
 def _value(value: Any) -> Any:
@@ -73,92 +78,142 @@ def spans_from_message(message: Any) -> list[SpanRecord]:
     return records
 
 
-def _read_varint(stream: IO[bytes]) -> int | None:
-    """A base-128 varint, None at a clean end of file; ValueError when cut short."""
-    result = shift = 0
-    while True:
-        byte = stream.read(1)
-        if not byte:
-            if shift == 0:
-                return None
-            raise ValueError("file ends inside a size prefix")
-        result |= (byte[0] & 0x7F) << shift
-        if not byte[0] & 0x80:
-            return result
-        shift += 7
-        if shift > 63:
-            raise ValueError("size prefix is not a valid varint")
+def _check_ids(message: Any) -> str | None:
+    """Why the spans of a decoded `TracesData` are not real spans (wrong id sizes), or None."""
+    for group in message.resource_spans:
+        for scope_spans in group.scope_spans:
+            for index, span in enumerate(scope_spans.spans):
+                if len(span.trace_id) != 16 or len(span.span_id) != 8:
+                    return (
+                        f"span {index} has a {len(span.trace_id)}-byte trace_id and a "
+                        f"{len(span.span_id)}-byte span_id (expected 16 and 8)"
+                    )
+                if len(span.parent_span_id) not in (0, 8):
+                    return f"span {index} has a {len(span.parent_span_id)}-byte parent_span_id"
+    return None
 
 
-def _framing(head: bytes) -> str:
-    """`fixed32` (Collector) or `varint` (delimited), guessed from the first bytes."""
-    # A 4-byte size below 16 MiB starts with a zero byte; a varint size of an empty message is
-    # the only varint that does, and nobody writes those.
-    if len(head) >= 5 and head[0] == 0 and head[4] == _RESOURCE_SPANS_TAG:
-        return "fixed32"
-    return "varint"
+def _clean(records: Iterator[Any]) -> bool:
+    """True when every record decoded without unknown fields (nested messages included).
+
+    The signals' wire layouts overlap, so a metrics message decodes as `LogsData` too, but its
+    metrics leave unknown fields in the "log records" (a metric's name is field 1, a log's time
+    is a fixed64 there); a real record of the right signal leaves none.
+    """
+    from google.protobuf.unknown_fields import UnknownFieldSet  # type: ignore[import-untyped]
+
+    def clean(message: Any) -> bool:
+        if len(UnknownFieldSet(message)):
+            return False
+        for field, value in message.ListFields():
+            nested = value if field.is_repeated else (value,)
+            if field.message_type is not None and not all(map(clean, nested)):
+                return False
+        return True
+
+    found = False
+    for record in records:
+        found = True
+        if not clean(record):
+            return False
+    return found
+
+
+def _log_records(message: Any) -> Iterator[Any]:
+    """Every log record of a decoded `LogsData`."""
+    for group in message.resource_logs:
+        for scope_logs in group.scope_logs:
+            yield from scope_logs.log_records
+
+
+def _metrics(message: Any) -> Iterator[Any]:
+    """Every metric of a decoded `MetricsData`."""
+    for group in message.resource_metrics:
+        for scope_metrics in group.scope_metrics:
+            yield from scope_metrics.metrics
+
+
+class Decoded(NamedTuple):
+    """What one framed message holds."""
+
+    spans: list[SpanRecord]
+    logs: list[LogRecordData]
+    signal: Literal["traces", "logs", "metrics"] | None
+    """None for a message with no records at all."""
+
+
+def decode_message(body: bytes) -> Decoded:
+    """The spans or log records of one framed message (none for metrics or an empty message).
+
+    Raises ValueError when the bytes are none of the three signals.
+    """
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
+    from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
+    from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+    try:
+        traces = TracesData.FromString(body)
+    except DecodeError as error:
+        problem: str | None = f"not valid protobuf ({error})"
+    else:
+        problem = _check_ids(traces)
+        if problem is None:
+            spans = spans_from_message(traces)
+            return Decoded(spans, [], "traces" if spans else None)
+    try:
+        logs_message = LogsData.FromString(body)
+    except DecodeError:
+        pass
+    else:
+        if _clean(_log_records(logs_message)):
+            return Decoded([], logs_from_message(logs_message), "logs")
+    try:
+        metrics_message = MetricsData.FromString(body)
+    except DecodeError:
+        pass
+    else:
+        if _clean(_metrics(metrics_message)):
+            return Decoded([], [], "metrics")
+    raise ValueError(problem)
+
+
+def _has_records(decoded: Decoded) -> bool:
+    """True when a decoded message holds spans, log records or metrics (not an empty one)."""
+    return decoded.signal is not None
 
 
 def read_otlp_proto(source: SourceFile, problems: Problems) -> Iterator[SpanBatch]:
-    """Yield the spans of each message in an OTLP protobuf file; a bad message is reported."""
-    from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+    """Yield the spans (or log records) of each message in an OTLP protobuf file.
 
+    A message that does not decode, bytes skipped to find the framing again (a first message cut
+    by log rotation, garbage) and a cut last message are each reported with their byte offset.
+    """
     stats = problems.stats
-    stream = source.stream
-    head = stream.peek(5)[:5] if hasattr(stream, "peek") else b""
-    framing = _framing(head)
-    offset = 0
-    number = 0
-    while True:
-        number += 1
-        where = f"{source.path}@{offset} (message {number})"
-        try:
-            if framing == "fixed32":
-                prefix = stream.read(4)
-                if not prefix:
-                    return
-                if len(prefix) < 4:
-                    raise ValueError("file ends inside a size prefix")
-                size: int | None = int.from_bytes(prefix, "big")
-                header = 4
-            else:
-                size = _read_varint(stream)
-                if size is None:
-                    return
-                header = len(_encode_varint(size))
-            if size is None or size > _MAX_MESSAGE:
-                raise ValueError(f"message size {size} is not plausible: the file is corrupt")
-            body = stream.read(size)
-            if len(body) < size:
-                raise ValueError(f"file ends inside a message ({len(body)} of {size} bytes)")
-        except ValueError as error:
-            stats.records += 1
-            problems.report(where, f"{error}; the rest of the file cannot be framed")
-            return
-        offset += header + size
+    items = frames(source.stream, decode_message, _has_records, problems.max_record_bytes)
+    for item in items:
         stats.records += 1
         stats.file_position = source.position
-        try:
-            message = TracesData.FromString(body)
-            records = spans_from_message(message)
-        except (DecodeError, ValueError) as error:
-            problems.report(where, f"not a valid OTLP TracesData message: {error}")
+        where = f"{source.path}@{item.offset} (message {item.number})"
+        if isinstance(item, Cut):
+            if source.damage is None:  # else the damage is reported once by `read_file`
+                problems.report(where, item.reason)
+            else:
+                stats.records -= 1
+            return
+        if isinstance(item, Gap):
+            if source.damage is not None and item.to_end:
+                stats.records -= 1  # the stretch cut by the damage, reported once by `read_file`
+                return
+            problems.report(where, f"{item.size:,} bytes: {item.reason}")
             continue
-        if not records and body:
+        decoded = item.value
+        if decoded.logs:
+            stats.other_records += 1
+            stats.log_records += len(decoded.logs)
+            yield SpanBatch([], where, decoded.logs)
+            continue
+        if not decoded.spans:
             stats.other_records += 1
             continue
-        stats.spans += len(records)
-        yield SpanBatch(records, where)
-
-
-def _encode_varint(value: int) -> bytes:
-    """`value` as a base-128 varint (to know how many bytes its prefix took)."""
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+        stats.spans += len(decoded.spans)
+        yield SpanBatch(decoded.spans, where)

@@ -1,0 +1,69 @@
+"""OTLP/JSON values shared by the span and log readers: `AnyValue`, `KeyValue` lists, key spellings.
+
+The protobuf JSON mapping accepts lowerCamelCase and snake_case keys alike; `AnyValue` arrays
+become tuples and kvlists dicts (the shapes OpenTelemetry attributes take in Python).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+__all__ = ["any_value", "attributes", "get"]
+
+
+def get(node: Mapping[str, Any], camel: str, snake: str, default: Any = None) -> Any:
+    """`node[camel]`, else `node[snake]` (protobuf JSON accepts both spellings)."""
+    value = node.get(camel)
+    if value is None:
+        value = node.get(snake, default)
+    return value
+
+
+def _array(item: Any) -> tuple[Any, ...]:
+    """An `arrayValue` as a tuple."""
+    return tuple(any_value(v) for v in (item or {}).get("values", ()))
+
+
+def _kvlist(item: Any) -> dict[str, Any]:
+    """A `kvlistValue` as a dict."""
+    return attributes((item or {}).get("values", ()))
+
+
+def _identity(item: Any) -> Any:
+    """A `stringValue` as is."""
+    return item
+
+
+_CONVERTERS: Final[dict[str, Callable[[Any], Any]]] = {
+    "stringValue": _identity,
+    "intValue": int,
+    "doubleValue": float,
+    "boolValue": bool,
+    "arrayValue": _array,
+    "kvlistValue": _kvlist,
+    "bytesValue": base64.b64decode,
+}
+_CONVERTERS.update({re.sub(r"([A-Z])", r"_\1", k).lower(): v for k, v in list(_CONVERTERS.items())})
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP/JSON `AnyValue` as a Python value (arrays as tuples, kvlists as dicts)."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"attribute value must be an object, got {value!r}")
+    for key, item in value.items():
+        convert = _CONVERTERS.get(key)
+        if convert is not None:
+            return convert(item)
+    return None
+
+
+def attributes(pairs: Any) -> dict[str, Any]:
+    """A list of OTLP/JSON `KeyValue`s as a dict."""
+    if not pairs:
+        return {}
+    if not isinstance(pairs, list):
+        raise ValueError(f"attributes must be a list, got {type(pairs).__name__}")
+    return {pair["key"]: any_value(pair.get("value") or {}) for pair in pairs}
