@@ -61,6 +61,13 @@ def genai_openai_v2(path: Path) -> Path:
     return write_jsonl(spans, path)
 
 
+def genai_events(path: Path) -> Path:
+    """The GenAI app whose model calls log their content as events (spans + log records)."""
+    from tests.dialects.test_events import record_events
+
+    return record_events(path)
+
+
 def mlflow_langchain(path: Path) -> Path:
     """MLflow's LangChain autolog in a child process, received over OTLP."""
     with OtlpHttpReceiver() as receiver:
@@ -75,6 +82,7 @@ RECORDERS: dict[str, Callable[[Path], Path]] = {
     "openllmetry_langchain_no_content.jsonl": openllmetry_langchain_no_content,
     "openinference_langchain.jsonl": openinference_langchain,
     "genai_openai_v2.jsonl": genai_openai_v2,
+    "genai_events.jsonl": genai_events,
     "mlflow_langchain.jsonl": mlflow_langchain,
 }
 """File name -> the function that records it."""

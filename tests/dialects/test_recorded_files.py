@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from groundwire.assembly import SpanRecord, explain_traces, turns_from_spans
+from groundwire.assembly import SpanRecord, explain_traces
+from groundwire.offline import TurnCounts, iter_turns
 from groundwire.offline.readers import Problems, read_file
 from tests.dialects import record as recorders
 from tests.dialects._apps import ANSWERS, QUESTIONS, TRACES, Essence, essence, expected_langchain
@@ -33,6 +34,7 @@ EXPECTED: dict[str, list[Essence]] = {
     "openinference_langchain.jsonl": LANGCHAIN,
     "mlflow_langchain.jsonl": LANGCHAIN,
     "genai_openai_v2.jsonl": [genai_expected(q) for q in QUESTIONS],
+    "genai_events.jsonl": [genai_expected(q) for q in QUESTIONS],
     "openllmetry_langchain_no_content.jsonl": [],
 }
 
@@ -44,8 +46,9 @@ def test_every_recorder_has_an_expectation() -> None:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_committed_file_gives_the_apps_turns(name: str) -> None:
-    """Read offline, each committed file gives the turns its app made."""
-    assert essence(turns_from_spans(read(TRACES / name))) == EXPECTED[name]
+    """Read offline (spans and log records), each committed file gives the turns its app made."""
+    turns = iter_turns([TRACES / name], Problems(strict=True), TurnCounts())
+    assert essence(list(turns)) == EXPECTED[name]
 
 
 def _shape(spans: list[SpanRecord]) -> list[tuple[str | None, list[str]]]:
@@ -59,13 +62,16 @@ def _shape(spans: list[SpanRecord]) -> list[tuple[str | None, list[str]]]:
         "openllmetry_langchain.jsonl",
         "openllmetry_langchain_no_content.jsonl",
         "genai_openai_v2.jsonl",
+        "genai_events.jsonl",
         pytest.param("mlflow_langchain.jsonl", marks=pytest.mark.slow),
     ],
 )
 def test_fresh_recording_matches_the_committed_file(name: str, tmp_path: Path) -> None:
     """Recording again gives the same turns, dialects and diagnoses as the committed file."""
-    fresh = read(recorders.RECORDERS[name](tmp_path / name))
-    committed = read(TRACES / name)
-    assert essence(turns_from_spans(fresh)) == essence(turns_from_spans(committed))
+    path = recorders.RECORDERS[name](tmp_path / name)
+    fresh, committed = read(path), read(TRACES / name)
+    fresh_turns = iter_turns([path], Problems(strict=True), TurnCounts())
+    committed_turns = iter_turns([TRACES / name], Problems(strict=True), TurnCounts())
+    assert essence(list(fresh_turns)) == essence(list(committed_turns))
     assert _shape(fresh) == _shape(committed)
     assert sorted({s.name for s in fresh}) == sorted({s.name for s in committed})

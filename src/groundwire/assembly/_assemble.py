@@ -17,6 +17,8 @@ from groundwire.assembly._build import build_turn, origin_rank
 from groundwire.assembly._diagnose import Diagnoses
 from groundwire.assembly._dialects import OUTPUT_KEYS
 from groundwire.assembly._duplicates import DuplicateFilter, drop_duplicates
+from groundwire.assembly._events import with_event_content
+from groundwire.assembly._log_record import LogRecordData
 from groundwire.assembly._reader import KIND_OTHER, SpanReader, span_kind
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
@@ -34,16 +36,22 @@ _DIAGNOSE_LIMIT: Final = 100
 
 
 def turns_from_spans(
-    spans: Iterable[ReadableSpan | SpanRecord], *, live_content: LiveContentStore | None = None
+    spans: Iterable[ReadableSpan | SpanRecord],
+    *,
+    live_content: LiveContentStore | None = None,
+    logs: Iterable[LogRecordData] = (),
 ) -> list[RagTurn]:
     """Every RAG turn in `spans` (SDK `ReadableSpan`s or `SpanRecord`s), by trace then start time.
 
     Traces with a retriever but no answer yet give no turn. Text hidden on spans is taken from
-    `live_content` when given (and removed from it). Never raises on malformed attributes.
+    `live_content` when given (and removed from it); message content a span lacks is taken from
+    its correlated log-based events in `logs`. Never raises on malformed attributes.
     """
+    records: Iterable[SpanRecord] = (_record(span) for span in spans)
+    if logs:
+        records = with_event_content(records, logs)
     trees: dict[str, TraceTree] = {}
-    for span in spans:
-        record = _record(span)
+    for record in records:
         trees.setdefault(record.trace_id, TraceTree()).add(record)
     reader = SpanReader(live_content)
     turns: list[RagTurn] = []

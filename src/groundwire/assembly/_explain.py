@@ -14,9 +14,16 @@ from typing import Any
 from groundwire import semconv
 from groundwire._types import RagTurn
 from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, OUTPUT_KEYS, Dialect
+from groundwire.assembly._events import CONTENT_EVENT_KEY, with_event_content
+from groundwire.assembly._log_record import LogRecordData
 from groundwire.assembly._reader import KIND_GENERATION, KIND_RETRIEVER, SpanReader
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
+
+_EVENT_KEYS = frozenset(
+    {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions"}
+)
+"""Attributes that may have been copied from a correlated event."""
 
 __all__ = ["Origin", "TraceReport", "TurnReport", "explain_traces", "no_turn_reason"]
 
@@ -105,13 +112,21 @@ class TraceReport:
         }
 
 
-def explain_traces(spans: Iterable[object]) -> list[TraceReport]:
-    """One report per trace in `spans` (SDK spans or `SpanRecord`s), in first-seen order."""
+def explain_traces(
+    spans: Iterable[object], logs: Iterable[LogRecordData] = ()
+) -> list[TraceReport]:
+    """One report per trace in `spans` (SDK spans or `SpanRecord`s), in first-seen order.
+
+    `logs`: log-based events whose message content is put back on their spans, as
+    `turns_from_spans` does.
+    """
     from groundwire.assembly._assemble import _record  # _assemble imports this module
 
+    records: Iterable[SpanRecord] = (_record(span) for span in spans)
+    if logs:
+        records = with_event_content(records, logs)
     trees: dict[str, TraceTree] = {}
-    for span in spans:
-        record = _record(span)
+    for record in records:
         trees.setdefault(record.trace_id, TraceTree()).add(record)
     return [_explain(trace_id, tree) for trace_id, tree in trees.items()]
 
@@ -160,7 +175,11 @@ def _turn_report(tree: TraceTree, note: dict[str, Any]) -> TurnReport:
         if not found:
             return None
         span_id, where = found[0], found[1]
-        name = tree.spans[span_id].name if span_id in tree.spans else "?"
+        record = tree.spans.get(span_id)
+        name = record.name if record is not None else "?"
+        event = record.attributes.get(CONTENT_EVENT_KEY) if record is not None else None
+        if event and where and where.split(": ", 1)[-1] in _EVENT_KEYS:
+            where = f"{where} (event {event})"
         return Origin(span_id, name, where, count)
 
     contexts = [origin(item[:2], item[2]) for item in note.get("contexts", ())]

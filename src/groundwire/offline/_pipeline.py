@@ -22,6 +22,8 @@ from typing import Final
 from groundwire import semconv
 from groundwire._types import RagTurn
 from groundwire.assembly import Diagnoses, SpanRecord, turns_from_spans
+from groundwire.assembly._events import has_content
+from groundwire.assembly._log_record import LogRecordData
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, TraceFormat, read_spans
@@ -112,11 +114,14 @@ def iter_turns(
     )
     seen_spans = _Recent(window.remember_spans)
     seen_turns = _Recent(window.remember_turns)
+    held_logs: dict[str, list[LogRecordData]] = {}
+    """Message-content events waiting for their trace (bounded like the traces held)."""
 
     def turns_of(spans: list[SpanRecord]) -> Iterator[RagTurn]:
         """The turns of one complete trace, counted; resumed ones skipped, gold answers attached."""
         counts.traces += 1
-        turns = turns_from_spans(spans)
+        logs = held_logs.pop(spans[0].trace_id, ()) if held_logs and spans else ()
+        turns = turns_from_spans(spans, logs=logs)
         if not turns:
             counts.no_turn.add(spans)
         for turn in turns:
@@ -132,6 +137,11 @@ def iter_turns(
 
     try:
         for batch in read_spans(paths, problems, fmt=fmt):
+            for log in batch.logs:
+                if has_content(log):
+                    held_logs.setdefault(log.trace_id or "", []).append(log)
+                    while len(held_logs) > window.max_traces:
+                        del held_logs[next(iter(held_logs))]
             spans = [s for s in batch.spans if seen_spans.first_time((s.trace_id, s.span_id))]
             counts.duplicate_spans += len(batch.spans) - len(spans)
             if any(_is_evaluation(span) for span in spans):
