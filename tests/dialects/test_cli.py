@@ -53,6 +53,18 @@ def test_inspect_json_says_where_contexts_came_from() -> None:
     }
 
 
+def test_inspect_reads_content_from_events_beside_the_spans() -> None:
+    """Log records in the file put the model call's content back: contexts and their origin."""
+    result = runner.invoke(app, ["inspect", str(TRACES / "genai_events.jsonl"), "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload["turns"] == 2
+    (origin,) = payload["traces"][0]["turns"][0]["contexts"]
+    assert origin["read_from"] == (
+        "genai: gen_ai.input.messages (event gen_ai.client.inference.operation.details)"
+    )
+
+
 def test_inspect_explains_a_trace_without_turns_and_exits_no_turns() -> None:
     """Content capture off: each trace says why, the family line sums up; exit 5 (NO_TURNS)."""
     result = runner.invoke(app, ["inspect", str(NO_CONTENT)])

@@ -18,6 +18,8 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from groundwire.assembly import Diagnoses, Origin, SpanRecord, TraceReport, explain_traces
+from groundwire.assembly._events import has_content
+from groundwire.assembly._log_record import LogRecordData
 from groundwire.cli._app import app, console, err_console
 from groundwire.cli._exit import ExitCode
 from groundwire.offline.readers import FORMATS, Problems, ReadStats, read_spans
@@ -74,21 +76,27 @@ def _tree(report: TraceReport) -> Tree:
     return tree
 
 
-def _read(path: Path, fmt: str | None, trace: str | None) -> tuple[list[SpanRecord], ReadStats]:
-    """The file's spans (of one trace when `trace` is given); bad records printed and counted."""
+def _read(
+    path: Path, fmt: str | None, trace: str | None
+) -> tuple[list[SpanRecord], list[LogRecordData], ReadStats]:
+    """The file's spans and content events (of one trace when `trace` is given); bad records
+    printed and counted."""
     stats = ReadStats()
 
     def report(text: str) -> None:
         err_console.print(f"[yellow]groundwire:[/] {escape(text)}", highlight=False, soft_wrap=True)
 
     problems = Problems(strict=False, stats=stats, on_report=report)
-    spans = [
-        span
-        for batch in read_spans([os.fspath(path)], problems, fmt=fmt)  # type: ignore[arg-type]
-        for span in batch.spans
-        if trace is None or span.trace_id == trace
-    ]
-    return spans, stats
+    spans: list[SpanRecord] = []
+    logs: list[LogRecordData] = []
+    for batch in read_spans([os.fspath(path)], problems, fmt=fmt):  # type: ignore[arg-type]
+        spans.extend(s for s in batch.spans if trace is None or s.trace_id == trace)
+        logs.extend(
+            log
+            for log in batch.logs
+            if has_content(log) and (trace is None or log.trace_id == trace)
+        )
+    return spans, logs, stats
 
 
 @app.command("inspect")
@@ -125,11 +133,11 @@ def inspect_command(
         )
         raise typer.Exit(ExitCode.BAD_ARGUMENTS)
     try:
-        spans, stats = _read(path, fmt, wanted)
+        spans, logs, stats = _read(path, fmt, wanted)
     except ValueError as error:
         err_console.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.NOTHING_READABLE) from None
-    reports = explain_traces(spans)
+    reports = explain_traces(spans, logs)
     diagnoses = Diagnoses(limit=len(reports) + 1)
     for report in reports:
         diagnoses.count(report)
