@@ -10,7 +10,13 @@ import pytest
 from openinference.instrumentation.langchain import LangChainInstrumentor as OpenInference
 from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
-from groundwire.assembly import diagnose, explain_traces, turns_from_spans
+from groundwire.assembly import (
+    SpanRecord,
+    TurnAssembler,
+    diagnose,
+    explain_traces,
+    turns_from_spans,
+)
 from tests.dialects._apps import (
     ANSWERS,
     QUESTIONS,
@@ -126,3 +132,13 @@ def test_two_instrumentors_on_one_app_give_one_turn(order: str) -> None:
         assert {scope_of[t.span_id or ""] for t in turns} == {
             "openinference.instrumentation.langchain"
         }
+
+
+def test_live_assembler_drops_the_second_instrumentors_copy_of_a_run() -> None:
+    """Live (`TurnAssembler`, spans as they end): two traces of one run give one turn."""
+    spans = record([OpenInference(), LangchainInstrumentor()], run_langchain)
+    assembler = TurnAssembler()
+    turns = [t for s in spans for t in assembler.add(SpanRecord.from_readable(s))]
+    expected = [expected_langchain(q, a) for q, a in zip(QUESTIONS, ANSWERS, strict=True)]
+    assert essence(turns) == expected
+    assert assembler.duplicate_turns == 2
