@@ -14,17 +14,26 @@ file and OTLP readers through their own parsers); `turns_from_spans` assembles a
 from __future__ import annotations
 
 from groundwire.assembly._assemble import TurnAssembler, turns_from_spans
+from groundwire.assembly._diagnose import Diagnoses, TraceFamily, diagnose
+from groundwire.assembly._explain import Origin, TraceReport, TurnReport, explain_traces
 from groundwire.assembly._extract import answer_text, decode, query_text
 from groundwire.assembly._reader import span_kind
 from groundwire.assembly._record import STATUS_CODES, SpanAttributes, SpanRecord
 
 __all__ = [
     "STATUS_CODES",
+    "Diagnoses",
+    "Origin",
     "SpanAttributes",
     "SpanRecord",
+    "TraceFamily",
+    "TraceReport",
     "TurnAssembler",
+    "TurnReport",
     "answer_text",
     "decode",
+    "diagnose",
+    "explain_traces",
     "query_text",
     "span_kind",
     "turns_from_spans",

@@ -10,11 +10,15 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
-from groundwire import semconv
 from groundwire._types import RagTurn
-from groundwire.assembly._build import build_turn
+from groundwire.assembly._build import build_turn, origin_rank
+from groundwire.assembly._diagnose import Diagnoses
+from groundwire.assembly._dialects import OUTPUT_KEYS
+from groundwire.assembly._duplicates import DuplicateFilter, drop_duplicates
+from groundwire.assembly._events import with_event_content
+from groundwire.assembly._log_record import LogRecordData
 from groundwire.assembly._reader import KIND_OTHER, SpanReader, span_kind
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
@@ -27,25 +31,40 @@ __all__ = ["TurnAssembler", "turns_from_spans"]
 
 logger = logging.getLogger("groundwire.assembly")
 
+_DIAGNOSE_LIMIT: Final = 100
+"""Traces without a turn a `TurnAssembler` explains (only while it has found no turn)."""
+
 
 def turns_from_spans(
-    spans: Iterable[ReadableSpan | SpanRecord], *, live_content: LiveContentStore | None = None
+    spans: Iterable[ReadableSpan | SpanRecord],
+    *,
+    live_content: LiveContentStore | None = None,
+    logs: Iterable[LogRecordData] = (),
 ) -> list[RagTurn]:
     """Every RAG turn in `spans` (SDK `ReadableSpan`s or `SpanRecord`s), by trace then start time.
 
     Traces with a retriever but no answer yet give no turn. Text hidden on spans is taken from
-    `live_content` when given (and removed from it). Never raises on malformed attributes.
+    `live_content` when given (and removed from it); message content a span lacks is taken from
+    its correlated log-based events in `logs`. Never raises on malformed attributes.
     """
+    records: Iterable[SpanRecord] = (_record(span) for span in spans)
+    if logs:
+        records = with_event_content(records, logs)
     trees: dict[str, TraceTree] = {}
-    for span in spans:
-        record = _record(span)
+    for record in records:
         trees.setdefault(record.trace_id, TraceTree()).add(record)
     reader = SpanReader(live_content)
     turns: list[RagTurn] = []
     for tree in trees.values():
         turns.extend(_assemble(tree, reader))
         reader.release(iter(tree.spans.values()))
-    return turns
+    if len(trees) < 2 or len(turns) < 2:
+        return turns
+    entries = []
+    for turn in turns:
+        root = trees[turn.trace_id or ""].spans[turn.span_id or ""]
+        entries.append((turn, root, origin_rank(reader.origin(root, "answer"))))
+    return drop_duplicates(entries)
 
 
 def _record(span: object) -> SpanRecord:
@@ -61,16 +80,28 @@ def _record(span: object) -> SpanRecord:
     )
 
 
-def _assemble(tree: TraceTree, reader: SpanReader, top: str | None = None) -> list[RagTurn]:
+def _assemble(
+    tree: TraceTree,
+    reader: SpanReader,
+    top: str | None = None,
+    explain: list[dict[str, Any]] | None = None,
+) -> list[RagTurn]:
     """The turns of one trace (or of the subtree under `top`), by root start time.
 
-    Whatever a strange trace makes fail loses that trace only (logged at debug level).
+    Whatever a strange trace makes fail loses that trace only (logged at debug level). With
+    `explain`, one note per turn root is appended (see `build_turn`), with `root` and `turn`.
     """
     turns: list[RagTurn] = []
     try:
         roots = sorted(tree.turn_roots(reader, top), key=lambda root: root.start_time_ns)
         for root in roots:
-            turn = build_turn(tree, root, reader)
+            notes: dict[str, Any] | None = None
+            if explain is not None:
+                notes = {"root": root.span_id}
+                explain.append(notes)
+            turn = build_turn(tree, root, reader, notes)
+            if notes is not None:
+                notes["turn"] = turn
             if turn is not None:
                 turns.append(turn)
     except Exception:
@@ -124,12 +155,21 @@ class TurnAssembler:
         self._released: OrderedDict[str, None] = OrderedDict()
         self._open: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
         self._span_count = 0
+        self._duplicates = DuplicateFilter()
+        self._found_turn = False
+        self.no_turn = Diagnoses(limit=_DIAGNOSE_LIMIT)
+        """Why released traces gave no turn, per family, until the first turn is found."""
         self.evicted_traces = 0
         """Traces evicted because the pending limits were reached."""
         self.evicted_spans = 0
         """Spans evicted with those traces."""
         self.late_spans = 0
         """Spans that ended after their local root had ended (ignored)."""
+
+    @property
+    def duplicate_turns(self) -> int:
+        """Turns dropped because another instrumentor's trace already gave the same run."""
+        return self._duplicates.dropped
 
     @property
     def pending_traces(self) -> int:
@@ -175,11 +215,28 @@ class TurnAssembler:
         """Assemble released traces (outside the lock) and drop their live content."""
         turns: list[RagTurn] = []
         for pending in released:
-            turns.extend(_assemble(pending.tree, pending.reader))
+            found = _assemble(pending.tree, pending.reader)
+            if not found and not self._found_turn and len(pending.tree):
+                self._diagnose(pending.tree)
+            self._found_turn = self._found_turn or bool(found)
+            for turn in found:
+                root = pending.tree.spans.get(turn.span_id or "")
+                if root is None or self._duplicates.keep(turn, root):
+                    turns.append(turn)
             pending.reader.release(iter(pending.tree.spans.values()))
             for span_id in pending.tree.spans:
                 pending.reader.forget(span_id)
         return turns
+
+    def _diagnose(self, tree: TraceTree) -> None:
+        """Until a first turn is found, say once per trace family why a trace gave none."""
+        try:
+            family = self.no_turn.add(list(tree.spans.values()))
+        except Exception:
+            logger.debug("a trace could not be diagnosed", exc_info=True)
+            return
+        if family is not None:
+            logger.warning("groundwire has found no RAG turn yet: %s", family.describe(1))
 
     def _mark_released(self, span_ids: Iterable[str]) -> None:
         """Remember released spans so that late children are not kept (lock held, bounded)."""
@@ -271,7 +328,7 @@ def _may_be_root(span: SpanRecord, live: LiveContentStore | None) -> bool:
     attributes = span.attributes
     if span_kind(span) != KIND_OTHER:
         return False
-    if semconv.OUTPUT_VALUE in attributes or semconv.GEN_AI_OUTPUT_MESSAGES in attributes:
+    if any(key in attributes for key in OUTPUT_KEYS):
         return True
     if live is None or not len(live):
         return False

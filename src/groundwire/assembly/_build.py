@@ -9,20 +9,22 @@ saw. A retriever nested in another retriever that recorded documents is the same
 from __future__ import annotations
 
 import logging
-from typing import Final
+from typing import Any, Final
 
 from groundwire import semconv
 from groundwire._types import AttributeValue, Context, RagTurn
+from groundwire.assembly._dialects import dialect_rank
 from groundwire.assembly._reader import (
     KIND_GENERATION,
     KIND_RERANKER,
     KIND_RETRIEVER,
+    LIVE_ORIGIN,
     SpanReader,
 )
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
 
-__all__ = ["build_turn"]
+__all__ = ["CONTEXT_SOURCE_KEY", "build_turn", "origin_rank"]
 
 logger = logging.getLogger("groundwire.assembly")
 
@@ -34,38 +36,63 @@ _FRAMEWORK_SCOPES: Final = (
 """Instrumentation-scope fragments that name the framework when no span says it."""
 
 
-def build_turn(tree: TraceTree, root: SpanRecord, reader: SpanReader) -> RagTurn | None:
-    """The turn rooted at `root`, or None (logged at debug) when it lacks a query or an answer."""
+CONTEXT_SOURCE_KEY: Final = "groundwire.context.source"
+"""Context metadata naming where a context read from a model call's instructions came from."""
+
+
+def build_turn(
+    tree: TraceTree,
+    root: SpanRecord,
+    reader: SpanReader,
+    explain: dict[str, Any] | None = None,
+) -> RagTurn | None:
+    """The turn rooted at `root`, or None (logged at debug) when it lacks a query or an answer.
+
+    `explain`, when given, is filled with where each part was read (for `groundwire inspect`):
+    `query`, `answer` as `(span_id, origin)`, `contexts` as `[(span_id, origin, count)]`, and
+    `reason` when no turn results.
+    """
+    notes: dict[str, Any] = explain if explain is not None else {}
     spans = list(tree.subtree(root.span_id))
     answer = reader.answer(root)
+    answer_span = root
     if answer is None and reader.streamed(root):
-        answer = _streamed_answer(spans, reader)
+        answer, answer_span = _streamed_answer(spans, reader, root)
     if answer is None:
         logger.debug("span %s: turn root has no answer; no turn", root.span_id)
+        notes["reason"] = "the turn root has no answer in its output"
         return None
+    notes["answer"] = (answer_span.span_id, reader.origin(answer_span, "answer"))
     steps = _document_steps(tree, root, reader)
-    query = reader.query(root)
-    if query is None:
-        query = next(
-            (q for step, _ in steps if (q := reader.query(step)) is not None),
-            None,
-        )
-    if query is None:
-        query = next(
+    query_span: SpanRecord | None = root if reader.query(root) is not None else None
+    if query_span is None:
+        query_span = next((step for step, _ in steps if reader.query(step) is not None), None)
+    if query_span is None:
+        query_span = next(
             (
-                q
+                span
                 for span in spans
-                if reader.kind(span) == KIND_RETRIEVER and (q := reader.query(span)) is not None
+                if reader.kind(span) == KIND_RETRIEVER and reader.query(span) is not None
             ),
             None,
         )
-    if query is None:
+    query = reader.query(query_span) if query_span is not None else None
+    if query is None or query_span is None:
         logger.debug("span %s: no query in the root or its retrievers; no turn", root.span_id)
+        notes["reason"] = "no query in the turn root's input or its retrievers'"
         return None
+    notes["query"] = (query_span.span_id, reader.origin(query_span, "query"))
+    contexts = _replay(steps, reader)
+    notes["contexts"] = [
+        (step.span_id, reader.origin(step, "documents"), len(documents))
+        for step, documents in steps
+    ]
+    if not contexts:
+        contexts = _instruction_contexts(spans, reader, notes)
     try:
         return RagTurn(
             query=query,
-            contexts=_replay(steps, reader),
+            contexts=contexts,
             answer=answer,
             trace_id=root.trace_id,
             span_id=root.span_id,
@@ -73,13 +100,18 @@ def build_turn(tree: TraceTree, root: SpanRecord, reader: SpanReader) -> RagTurn
         )
     except ValueError:
         logger.debug("span %s: turn does not validate; no turn", root.span_id, exc_info=True)
+        notes["reason"] = "the turn does not validate"
         return None
 
 
 def _document_steps(
     tree: TraceTree, root: SpanRecord, reader: SpanReader
 ) -> list[tuple[SpanRecord, list[Context]]]:
-    """Retrievals and rerankings under `root` that recorded documents, in start order."""
+    """Retrievals and rerankings under `root` that recorded documents, in start order.
+
+    When they were recorded in more than one dialect (two instrumentors on one app), only the
+    steps of the highest-precedence dialect are kept, so no retrieval is counted twice.
+    """
     steps: list[tuple[SpanRecord, list[Context]]] = []
     stack = [(child, False) for child in tree.children.get(root.span_id, ())]
     while stack:
@@ -89,16 +121,58 @@ def _document_steps(
             continue
         kind = reader.kind(record)
         documents: list[Context] | None = None
-        if kind == KIND_RETRIEVER and not inside_retrieval:
-            documents = reader.documents(record, semconv.RETRIEVAL_DOCUMENTS_PREFIX)
-        elif kind == KIND_RERANKER:
-            documents = reader.documents(record, semconv.RERANKER_OUTPUT_DOCUMENTS_PREFIX)
+        if (kind == KIND_RETRIEVER and not inside_retrieval) or kind == KIND_RERANKER:
+            documents = reader.documents(record)
         if documents is not None:
             steps.append((record, documents))
         nested = inside_retrieval or (kind == KIND_RETRIEVER and documents is not None)
         stack.extend((child, nested) for child in tree.children.get(span_id, ()))
     steps.sort(key=lambda step: (step[0].start_time_ns, step[0].end_time_ns or 0))
+    ranks = {origin_rank(reader.origin(step, "documents")) for step, _ in steps}
+    if len(ranks) > 1:
+        best = min(ranks)
+        steps = [step for step in steps if origin_rank(reader.origin(step[0], "documents")) == best]
     return steps
+
+
+def origin_rank(origin: str | None) -> int:
+    """The precedence of the dialect an origin names; live content (our own spans) first."""
+    if origin is None or origin == LIVE_ORIGIN:
+        return -1
+    return dialect_rank(origin.partition(":")[0])
+
+
+def _instruction_contexts(
+    spans: list[SpanRecord], reader: SpanReader, notes: dict[str, Any]
+) -> list[Context]:
+    """Contexts from the first model call after a retrieval: its system instructions' parts.
+
+    Used only when the turn has a retrieval but no span recorded document text (the GenAI
+    conventions record `{id, score}` only); each context's metadata names its source.
+    """
+    retrievals = [span for span in spans if reader.kind(span) == KIND_RETRIEVER]
+    if not retrievals:
+        return []
+    first_end = min(span.end_time_ns or span.start_time_ns for span in retrievals)
+    calls = sorted(
+        (
+            span
+            for span in spans
+            if reader.kind(span) == KIND_GENERATION and span.start_time_ns >= first_end
+        ),
+        key=lambda span: span.start_time_ns,
+    )
+    for call in calls:
+        found = reader.instructions(call)
+        if found is None:
+            continue
+        parts, origin = found
+        notes["contexts"] = [(call.span_id, origin, len(parts))]
+        return [
+            Context(text=text, rank=rank, metadata={CONTEXT_SOURCE_KEY: origin})
+            for rank, text in enumerate(parts)
+        ]
+    return []
 
 
 def _replay(steps: list[tuple[SpanRecord, list[Context]]], reader: SpanReader) -> list[Context]:
@@ -162,7 +236,9 @@ def _framework(root: SpanRecord, spans: list[SpanRecord]) -> str | None:
     return None
 
 
-def _streamed_answer(spans: list[SpanRecord], reader: SpanReader) -> str | None:
+def _streamed_answer(
+    spans: list[SpanRecord], reader: SpanReader, root: SpanRecord
+) -> tuple[str | None, SpanRecord]:
     """For a root that recorded only a stream placeholder: the last model call's output."""
     generations = sorted(
         (span for span in spans if reader.kind(span) == KIND_GENERATION),
@@ -171,5 +247,5 @@ def _streamed_answer(spans: list[SpanRecord], reader: SpanReader) -> str | None:
     for span in reversed(generations):
         answer = reader.answer(span)
         if answer is not None:
-            return answer
-    return None
+            return answer, span
+    return None, root

@@ -1,21 +1,29 @@
 """Read one span's RAG facts: its kind, input, output, documents and model (the attribute layer).
 
-OpenInference attributes are read first, GenAI semantic-convention ones second; text hidden on
-the span (privacy switches) comes from the `LiveContentStore` when one is given. A malformed field
-is logged at debug level and skipped, never raised.
+Each fact is asked of the dialects (`_dialects.DIALECTS`: OpenInference, GenAI conventions,
+OpenLLMetry, MLflow) in precedence order; text hidden on the span (privacy switches) comes from
+the `LiveContentStore` first when one is given. Where each fact was read is remembered (`origin`)
+for `groundwire inspect`. A malformed field is logged at debug level and skipped, never raised.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 from groundwire import semconv
 from groundwire._types import Context
+from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, OUTPUT_KEYS, Source
 from groundwire.assembly._extract import answer_text, decode, query_text
+from groundwire.assembly._kinds import (
+    KIND_EMBEDDING,
+    KIND_GENERATION,
+    KIND_OTHER,
+    KIND_RERANKER,
+    KIND_RETRIEVER,
+)
 from groundwire.assembly._record import SpanRecord
 from groundwire.capture import LiveContent, LiveContentStore
 
@@ -25,59 +33,41 @@ __all__ = [
     "KIND_OTHER",
     "KIND_RERANKER",
     "KIND_RETRIEVER",
+    "LIVE_ORIGIN",
     "SpanReader",
     "span_kind",
 ]
 
 logger = logging.getLogger("groundwire.assembly")
 
-KIND_RETRIEVER: Final = "retriever"
-KIND_RERANKER: Final = "reranker"
-KIND_GENERATION: Final = "generation"
-KIND_EMBEDDING: Final = "embedding"
-KIND_OTHER: Final = "other"
-
-_OPENINFERENCE_KINDS: Final = {
-    semconv.SPAN_KIND_RETRIEVER: KIND_RETRIEVER,
-    semconv.SPAN_KIND_RERANKER: KIND_RERANKER,
-    semconv.SPAN_KIND_LLM: KIND_GENERATION,
-    semconv.SPAN_KIND_EMBEDDING: KIND_EMBEDDING,
-}
-_GEN_AI_KINDS: Final = {
-    semconv.GEN_AI_OPERATION_RETRIEVAL: KIND_RETRIEVER,
-    semconv.GEN_AI_OPERATION_CHAT: KIND_GENERATION,
-    "text_completion": KIND_GENERATION,
-    "generate_content": KIND_GENERATION,
-    semconv.GEN_AI_OPERATION_EMBEDDINGS: KIND_EMBEDDING,
-}
+LIVE_ORIGIN: Final = "live content"
+"""The origin of a fact taken from the in-memory `LiveContentStore`."""
 _MODEL_KEYS: Final = (
     semconv.LLM_MODEL_NAME,
     semconv.GEN_AI_RESPONSE_MODEL,
     semconv.GEN_AI_REQUEST_MODEL,
 )
 _PROVIDER_KEYS: Final = (semconv.LLM_PROVIDER, semconv.GEN_AI_PROVIDER_NAME, "gen_ai.system")
-_GEN_AI_TEXT_KEYS: Final = ("content", "text", "page_content", "document")
 _MISSING: Final = object()
 _STREAM_PLACEHOLDER: Final = re.compile(r"<(?:async_)?generator object[^>]*>")
 """What instrumentors record for an answer that was still streaming when the span ended."""
 
 
 def span_kind(record: SpanRecord) -> str:
-    """The span's role in a RAG pipeline: OpenInference kind first, GenAI operation second."""
+    """The span's role in a RAG pipeline: the first dialect (in precedence order) that names it."""
     attributes = record.attributes
-    kind = attributes.get(semconv.OPENINFERENCE_SPAN_KIND)
-    if isinstance(kind, str):
-        return _OPENINFERENCE_KINDS.get(kind.upper(), KIND_OTHER)
-    operation = attributes.get(semconv.GEN_AI_OPERATION_NAME)
-    if isinstance(operation, str):
-        return _GEN_AI_KINDS.get(operation, KIND_OTHER)
+    for dialect in DIALECTS:
+        kind = dialect.kind(attributes)
+        if kind is not None:
+            return kind
     return KIND_OTHER
 
 
 class SpanReader:
     """Reads and caches the RAG facts of spans (by span id; an ended span never changes).
 
-    One reader serves one assembly pass, or one pending trace of a `TurnAssembler`.
+    One reader serves one assembly pass, or one pending trace of a `TurnAssembler`. Each fact's
+    origin (`"<dialect>: <attribute>"` or `"live content"`) is kept beside it.
     """
 
     def __init__(self, live_content: LiveContentStore | None) -> None:
@@ -85,9 +75,9 @@ class SpanReader:
         self._live_store = live_content
         self._live: dict[str, LiveContent | None] = {}
         self._kinds: dict[str, str] = {}
-        self._queries: dict[str, str | None] = {}
-        self._answers: dict[str, str | None] = {}
-        self._documents: dict[tuple[str, str], list[Context] | None] = {}
+        self._queries: dict[str, tuple[str | None, str | None]] = {}
+        self._answers: dict[str, tuple[str | None, str | None]] = {}
+        self._documents: dict[str, tuple[list[Context] | None, str | None]] = {}
 
     def live(self, record: SpanRecord) -> LiveContent | None:
         """The full text kept in memory for this span, if any."""
@@ -102,13 +92,8 @@ class SpanReader:
 
     def forget(self, span_id: str) -> None:
         """Drop what was cached about one span (read while still open, so it may change)."""
-        for cache in (self._live, self._kinds, self._queries, self._answers):
+        for cache in (self._live, self._kinds, self._queries, self._answers, self._documents):
             cache.pop(span_id, None)
-        for prefix in (
-            semconv.RETRIEVAL_DOCUMENTS_PREFIX,
-            semconv.RERANKER_OUTPUT_DOCUMENTS_PREFIX,
-        ):
-            self._documents.pop((span_id, prefix), None)
 
     def release(self, records: Iterator[SpanRecord]) -> None:
         """Drop the live content of these spans from the store (their trace is done)."""
@@ -126,24 +111,37 @@ class SpanReader:
         return kind
 
     def has_input(self, record: SpanRecord) -> bool:
-        """True when the span recorded an input (on the span or in live content)."""
+        """True when the span recorded an input (on the span, in any dialect, or live)."""
         live = self.live(record)
         if live is not None and live.input is not None:
             return True
         attributes = record.attributes
-        return semconv.INPUT_VALUE in attributes or semconv.GEN_AI_INPUT_MESSAGES in attributes
+        return any(key in attributes for key in INPUT_KEYS)
 
     def query(self, record: SpanRecord) -> str | None:
         """The question in the span's input (docs/assembly.md, "Query"), or None."""
-        if record.span_id not in self._queries:
-            self._queries[record.span_id] = self._read_query(record)
-        return self._queries[record.span_id]
+        found = self._queries.get(record.span_id)
+        if found is None:
+            found = self._queries[record.span_id] = self._read_query(record)
+        return found[0]
 
     def answer(self, record: SpanRecord) -> str | None:
         """The answer in the span's output (docs/assembly.md, "Answer"), or None."""
-        if record.span_id not in self._answers:
-            self._answers[record.span_id] = self._read_answer(record)
-        return self._answers[record.span_id]
+        found = self._answers.get(record.span_id)
+        if found is None:
+            found = self._answers[record.span_id] = self._read_answer(record)
+        return found[0]
+
+    def origin(self, record: SpanRecord, fact: str) -> str | None:
+        """Where `fact` (`query`, `answer` or `documents`) of this span was read, once read."""
+        found: tuple[object, str | None] | None
+        if fact == "query":
+            found = self._queries.get(record.span_id)
+        elif fact == "answer":
+            found = self._answers.get(record.span_id)
+        else:
+            found = self._documents.get(record.span_id)
+        return None if found is None else found[1]
 
     def streamed(self, record: SpanRecord) -> bool:
         """True when the span's output is only a stream placeholder (`<generator object>`)."""
@@ -151,68 +149,63 @@ class SpanReader:
             return False
         live = self.live(record)
         value = live.output if live is not None and live.output is not None else None
-        if value is None:
-            value = record.attributes.get(semconv.OUTPUT_VALUE)
+        if value is None:  # the raw attribute (JSON-wrapped or not) holds the placeholder
+            attributes = record.attributes
+            value = next((attributes[key] for key in OUTPUT_KEYS if key in attributes), None)
         return isinstance(value, str) and _STREAM_PLACEHOLDER.search(value) is not None
 
-    def _read_query(self, record: SpanRecord) -> str | None:
-        """Live input, `input.value`, GenAI input messages, then the retrieval/reranker query."""
+    def _read_query(self, record: SpanRecord) -> tuple[str | None, str | None]:
+        """Live input, then each dialect's inputs in precedence order."""
         attributes = record.attributes
         live = self.live(record)
-        mime = attributes.get(semconv.INPUT_MIME_TYPE)
         sources: list[tuple[str, Any, Any]] = []
         if live is not None and live.input is not None:
-            sources.append(("live input", live.input, mime))
-        sources.append((semconv.INPUT_VALUE, attributes.get(semconv.INPUT_VALUE), mime))
-        sources.append(
-            (semconv.GEN_AI_INPUT_MESSAGES, attributes.get(semconv.GEN_AI_INPUT_MESSAGES), None)
-        )
-        sources.append(
-            (
-                semconv.GEN_AI_RETRIEVAL_QUERY_TEXT,
-                attributes.get(semconv.GEN_AI_RETRIEVAL_QUERY_TEXT),
-                semconv.MIME_TEXT,
-            )
-        )
-        sources.append((semconv.RERANKER_QUERY, attributes.get(semconv.RERANKER_QUERY), None))
+            sources.append((LIVE_ORIGIN, live.input, attributes.get(semconv.INPUT_MIME_TYPE)))
+        for dialect in DIALECTS:
+            sources.extend(_named(dialect.name, dialect.inputs(attributes)))
         return _first_text(record, sources, query_text)
 
-    def _read_answer(self, record: SpanRecord) -> str | None:
-        """Live output, `output.value`, then GenAI output messages."""
+    def _read_answer(self, record: SpanRecord) -> tuple[str | None, str | None]:
+        """Live output, then each dialect's outputs in precedence order."""
         attributes = record.attributes
         live = self.live(record)
-        mime = attributes.get(semconv.OUTPUT_MIME_TYPE)
         sources: list[tuple[str, Any, Any]] = []
         if live is not None and live.output is not None:
-            sources.append(("live output", live.output, mime))
-        sources.append((semconv.OUTPUT_VALUE, attributes.get(semconv.OUTPUT_VALUE), mime))
-        sources.append(
-            (semconv.GEN_AI_OUTPUT_MESSAGES, attributes.get(semconv.GEN_AI_OUTPUT_MESSAGES), None)
-        )
+            sources.append((LIVE_ORIGIN, live.output, attributes.get(semconv.OUTPUT_MIME_TYPE)))
+        for dialect in DIALECTS:
+            sources.extend(_named(dialect.name, dialect.outputs(attributes)))
         return _first_text(record, sources, answer_text)
 
-    def documents(self, record: SpanRecord, prefix: str) -> list[Context] | None:
-        """The span's document list under `prefix` in rank order; None when it recorded none.
+    def documents(self, record: SpanRecord) -> list[Context] | None:
+        """A retriever's (or reranker's output) documents in rank order; None if it recorded none.
 
-        Live content wins (it holds the full text); then OpenInference's flattened
-        `{prefix}.{i}.document.*`; then, for retrievals, GenAI's `gen_ai.retrieval.documents`.
-        Documents without text are left out (they cannot be scored).
+        Live content wins (it holds the full text); then the first dialect that recorded a
+        document list. Documents without text are left out (they cannot be scored).
         """
-        key = (record.span_id, prefix)
-        if key not in self._documents:
-            self._documents[key] = self._read_documents(record, prefix)
-        return self._documents[key]
+        found = self._documents.get(record.span_id)
+        if found is None:
+            found = self._documents[record.span_id] = self._read_documents(record)
+        return found[0]
 
-    def _read_documents(self, record: SpanRecord, prefix: str) -> list[Context] | None:
-        """`documents`, uncached."""
+    def _read_documents(self, record: SpanRecord) -> tuple[list[Context] | None, str | None]:
+        """`documents`, uncached, with its origin."""
         live = self.live(record)
         if live is not None and live.documents is not None:
-            return [_with_rank(doc, rank) for rank, doc in enumerate(live.documents)]
-        flat = _flattened_documents(record, prefix)
-        if flat is not None:
-            return flat
-        if prefix == semconv.RETRIEVAL_DOCUMENTS_PREFIX:
-            return _gen_ai_documents(record)
+            documents = [_with_rank(doc, rank) for rank, doc in enumerate(live.documents)]
+            return documents, LIVE_ORIGIN
+        kind = self.kind(record)
+        for dialect in DIALECTS:
+            found = dialect.documents(record, kind)
+            if found is not None:
+                return found[1], f"{dialect.name}: {found[0]}"
+        return None, None
+
+    def instructions(self, record: SpanRecord) -> tuple[list[str], str] | None:
+        """A model call's system instructions as text parts, with their origin, or None."""
+        for dialect in DIALECTS:
+            found = dialect.instructions(record.attributes)
+            if found is not None:
+                return found[1], f"{dialect.name}: {found[0]}"
         return None
 
     def reranker_inputs(self, record: SpanRecord) -> tuple[set[str], set[str]] | None:
@@ -243,10 +236,16 @@ class SpanReader:
         return _first_string(record, _PROVIDER_KEYS)
 
 
+def _named(dialect: str, sources: list[Source]) -> Iterator[tuple[str, Any, Any]]:
+    """`sources` with each attribute prefixed by its dialect's name (the origin)."""
+    for attribute, value, mime in sources:
+        yield f"{dialect}: {attribute}", value, mime
+
+
 def _first_text(
     record: SpanRecord, sources: list[tuple[str, Any, Any]], extract: Any
-) -> str | None:
-    """The first source (in order) whose decoded value yields text; bad types are skipped."""
+) -> tuple[str | None, str | None]:
+    """The first source (in order) whose decoded value yields text, and its origin."""
     for where, raw, mime in sources:
         if raw is None:
             continue
@@ -258,9 +257,9 @@ def _first_text(
             logger.debug("span %s: %s is a stream placeholder", record.span_id, where)
             continue
         if text is not None:
-            return text
+            return text, where
         logger.debug("span %s: no text found in %s", record.span_id, where)
-    return None
+    return None, None
 
 
 def _first_string(record: SpanRecord, keys: Sequence[str]) -> str | None:
@@ -275,95 +274,3 @@ def _first_string(record: SpanRecord, keys: Sequence[str]) -> str | None:
 def _with_rank(document: Context, rank: int) -> Context:
     """`document` with its rank set (copied only when it changes)."""
     return document if document.rank == rank else document.model_copy(update={"rank": rank})
-
-
-def _flattened_documents(record: SpanRecord, prefix: str) -> list[Context] | None:
-    """OpenInference's `{prefix}.{i}.document.{field}` attributes, regrouped by `i`."""
-    start = prefix + "."
-    fields: dict[int, dict[str, Any]] = {}
-    for key, value in record.attributes.items():
-        if not key.startswith(start):
-            continue
-        index_text, _, name = key[len(start) :].partition(".")
-        if not index_text.isdigit() or not name.startswith("document."):
-            logger.debug("span %s: malformed document attribute %r skipped", record.span_id, key)
-            continue
-        fields.setdefault(int(index_text), {})[name[len("document.") :]] = value
-    if not fields:
-        return None
-    documents: list[Context] = []
-    for index in sorted(fields):
-        document = _document(record, f"{prefix}.{index}", fields[index], len(documents))
-        if document is not None:
-            documents.append(document)
-    return documents
-
-
-def _gen_ai_documents(record: SpanRecord) -> list[Context] | None:
-    """GenAI's `gen_ai.retrieval.documents`: a JSON string or structured list of objects."""
-    raw = record.attributes.get(semconv.GEN_AI_RETRIEVAL_DOCUMENTS)
-    if raw is None:
-        return None
-    value = decode(raw, semconv.MIME_JSON) if isinstance(raw, str) else raw
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        logger.debug("span %s: gen_ai.retrieval.documents is not a list", record.span_id)
-        return None
-    documents: list[Context] = []
-    for index, item in enumerate(value):
-        if not isinstance(item, Mapping):
-            logger.debug("span %s: retrieval document %d is no object", record.span_id, index)
-            continue
-        text = next((item[k] for k in _GEN_AI_TEXT_KEYS if isinstance(item.get(k), str)), None)
-        fields = {"content": text, "id": item.get("id"), "score": item.get("score")}
-        fields["metadata"] = item.get("metadata")
-        document = _document(record, f"gen_ai.retrieval.documents[{index}]", fields, len(documents))
-        if document is not None:
-            documents.append(document)
-    return documents
-
-
-def _document(
-    record: SpanRecord, where: str, fields: Mapping[str, Any], rank: int
-) -> Context | None:
-    """One `Context` from a document's fields; each malformed field is skipped on its own."""
-    text = fields.get("content")
-    if not isinstance(text, str):
-        logger.debug("span %s: %s has no text content; document skipped", record.span_id, where)
-        return None
-    doc_id = fields.get("id")
-    if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, str | int)):
-        logger.debug("span %s: %s.id is not a string or int; dropped", record.span_id, where)
-        doc_id = None
-    score = _score(fields.get("score"))
-    if fields.get("score") is not None and score is None:
-        logger.debug("span %s: %s.score is not a number; dropped", record.span_id, where)
-    metadata = _metadata(fields.get("metadata"))
-    if fields.get("metadata") is not None and metadata is None:
-        logger.debug("span %s: %s.metadata is not a JSON object; dropped", record.span_id, where)
-    return Context(
-        text=text,
-        id=str(doc_id) if doc_id is not None else None,
-        score=score,
-        rank=rank,
-        metadata=metadata or {},
-    )
-
-
-def _score(value: Any) -> float | None:
-    """A finite float from a number or numeric string, else None."""
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        score = float(value)
-    except (TypeError, ValueError):
-        return None
-    return score if math.isfinite(score) else None
-
-
-def _metadata(value: Any) -> dict[str, Any] | None:
-    """A dict from a JSON object string or a mapping, else None."""
-    if isinstance(value, str):
-        value = decode(value, semconv.MIME_JSON)
-    if isinstance(value, Mapping):
-        return {str(key): item for key, item in value.items()}
-    return None

@@ -341,11 +341,8 @@ def rescore_command(
         for line in summary.lines():
             err_console.print(escape(line), highlight=False, soft_wrap=True)
     if summary.read.spans and not summary.turns_read:
-        # Why no turn was found, per trace family (the assembly's diagnosis, when it has one).
-        reasons: list[str] = list(getattr(summary, "no_turn_reasons", []))
-        if reasons:
-            err_console.print("[yellow]no turn found:[/]", highlight=False)
-        for line in reasons:
+        err_console.print("[yellow]no turn found:[/]", highlight=False)
+        for line in summary.no_turn_reasons:
             err_console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
     if not quiet:
         console.print(_summary_table(summary))

@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Collection, Hashable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from groundwire import semconv
 from groundwire._types import RagTurn
-from groundwire.assembly import SpanRecord, turns_from_spans
+from groundwire.assembly import Diagnoses, SpanRecord, turns_from_spans
+from groundwire.assembly._events import has_content
 from groundwire.assembly._log_record import LogRecordData
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
@@ -59,6 +60,8 @@ class TurnCounts:
     """Evaluation carrier spans in the input (earlier scores), left out of reassembly."""
     evaluation_logs: int = 0
     """`gen_ai.evaluation.result` log records in the input (earlier scores), left out."""
+    no_turn: Diagnoses = field(default_factory=Diagnoses)
+    """Why traces gave no turn, per trace family (`groundwire.assembly.Diagnoses`)."""
     duplicate_spans: int = 0
     """Spans read a second time (same trace and span id: a Collector retry), left out."""
     duplicate_turns: int = 0
@@ -119,11 +122,17 @@ def iter_turns(
     )
     seen_spans = _Recent(window.remember_spans)
     seen_turns = _Recent(window.remember_turns)
+    held_logs: dict[str, list[LogRecordData]] = {}
+    """Message-content events waiting for their trace (bounded like the traces held)."""
 
     def turns_of(spans: list[SpanRecord]) -> Iterator[RagTurn]:
         """The turns of one complete trace, counted; resumed ones skipped, gold answers attached."""
         counts.traces += 1
-        for turn in turns_from_spans(spans):
+        logs = held_logs.pop(spans[0].trace_id, ()) if held_logs and spans else ()
+        turns = turns_from_spans(spans, logs=logs)
+        if not turns:
+            counts.no_turn.add(spans)
+        for turn in turns:
             key = (turn.trace_id, turn.span_id)
             if turn.trace_id and turn.span_id and not seen_turns.first_time(key):
                 counts.duplicate_turns += 1
@@ -138,6 +147,11 @@ def iter_turns(
         for batch in read_spans(paths, problems, fmt=fmt):
             if batch.logs:
                 counts.evaluation_logs += sum(map(_is_result_event, batch.logs))
+            for log in batch.logs:
+                if has_content(log):
+                    held_logs.setdefault(log.trace_id or "", []).append(log)
+                    while len(held_logs) > window.max_traces:
+                        del held_logs[next(iter(held_logs))]
             spans = [s for s in batch.spans if seen_spans.first_time((s.trace_id, s.span_id))]
             counts.duplicate_spans += len(batch.spans) - len(spans)
             if any(_is_evaluation(span) for span in spans):

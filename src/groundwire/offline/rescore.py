@@ -141,6 +141,11 @@ class RescoreSummary:
         """Bad records skipped plus compressed streams cut short (what makes input partial)."""
         return self.read.bad_records + self.read.damaged_files
 
+    @property
+    def no_turn_reasons(self) -> list[str]:
+        """Why traces gave no turn, one line per trace family (docs/assembly.md, "Diagnosis")."""
+        return self.counts.no_turn.lines()
+
     def means(self) -> dict[str, float | None]:
         """Evaluator name -> mean computed value."""
         return {name: tally.mean for name, tally in self.tallies.items()}

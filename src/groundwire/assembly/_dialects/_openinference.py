@@ -1,0 +1,114 @@
+"""OpenInference (Arize Phoenix's instrumentors) and groundwire's own spans.
+
+Role: `openinference.span.kind`; input/output: `input.value` / `output.value` with their mime
+types; documents: the flattened `retrieval.documents.{i}.document.*` and
+`reranker.output_documents.{i}.document.*`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from groundwire import semconv
+from groundwire._types import Context
+from groundwire.assembly._dialects._base import Dialect, Source
+from groundwire.assembly._documents import document
+from groundwire.assembly._kinds import (
+    KIND_EMBEDDING,
+    KIND_GENERATION,
+    KIND_OTHER,
+    KIND_RERANKER,
+    KIND_RETRIEVER,
+)
+from groundwire.assembly._record import SpanRecord
+
+__all__ = ["OpenInference", "flattened_documents"]
+
+logger = logging.getLogger("groundwire.assembly")
+
+_KINDS: Final = {
+    semconv.SPAN_KIND_RETRIEVER: KIND_RETRIEVER,
+    semconv.SPAN_KIND_RERANKER: KIND_RERANKER,
+    semconv.SPAN_KIND_LLM: KIND_GENERATION,
+    semconv.SPAN_KIND_EMBEDDING: KIND_EMBEDDING,
+}
+
+
+class OpenInference(Dialect):
+    """OpenInference attributes: the first dialect asked (our own spans write it too)."""
+
+    name = "openinference"
+    title = "OpenInference"
+    input_keys = (semconv.INPUT_VALUE,)
+    output_keys = (semconv.OUTPUT_VALUE,)
+    marker_keys = (semconv.OPENINFERENCE_SPAN_KIND,)
+    retrieval_hint = "openinference.span.kind=RETRIEVER"
+    content_switch = "OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS (or GROUNDWIRE_HIDE_*)"
+
+    def kind(self, attributes: Mapping[str, Any]) -> str | None:
+        """`openinference.span.kind`; any kind it sets is final (CHAIN, TOOL... are plain steps)."""
+        kind = attributes.get(semconv.OPENINFERENCE_SPAN_KIND)
+        if isinstance(kind, str):
+            return _KINDS.get(kind.upper(), KIND_OTHER)
+        return None
+
+    def inputs(self, attributes: Mapping[str, Any]) -> list[Source]:
+        """`input.value` (with `input.mime_type`), then a reranker's `reranker.query`."""
+        sources: list[Source] = []
+        if semconv.INPUT_VALUE in attributes:
+            sources.append(
+                (
+                    semconv.INPUT_VALUE,
+                    attributes[semconv.INPUT_VALUE],
+                    attributes.get(semconv.INPUT_MIME_TYPE),
+                )
+            )
+        if semconv.RERANKER_QUERY in attributes:
+            sources.append((semconv.RERANKER_QUERY, attributes[semconv.RERANKER_QUERY], None))
+        return sources
+
+    def outputs(self, attributes: Mapping[str, Any]) -> list[Source]:
+        """`output.value` (with `output.mime_type`)."""
+        if semconv.OUTPUT_VALUE not in attributes:
+            return []
+        return [
+            (
+                semconv.OUTPUT_VALUE,
+                attributes[semconv.OUTPUT_VALUE],
+                attributes.get(semconv.OUTPUT_MIME_TYPE),
+            )
+        ]
+
+    def documents(self, record: SpanRecord, kind: str) -> tuple[str, list[Context]] | None:
+        """`retrieval.documents.*` for retrievers, `reranker.output_documents.*` for rerankers."""
+        prefix = (
+            semconv.RERANKER_OUTPUT_DOCUMENTS_PREFIX
+            if kind == KIND_RERANKER
+            else semconv.RETRIEVAL_DOCUMENTS_PREFIX
+        )
+        documents = flattened_documents(record, prefix)
+        return None if documents is None else (prefix, documents)
+
+
+def flattened_documents(record: SpanRecord, prefix: str) -> list[Context] | None:
+    """OpenInference's `{prefix}.{i}.document.{field}` attributes, regrouped by `i`."""
+    start = prefix + "."
+    fields: dict[int, dict[str, Any]] = {}
+    for key, value in record.attributes.items():
+        if not key.startswith(start):
+            continue
+        index_text, _, name = key[len(start) :].partition(".")
+        if not index_text.isdigit() or not name.startswith("document."):
+            logger.debug("span %s: malformed document attribute %r skipped", record.span_id, key)
+            continue
+        fields.setdefault(int(index_text), {})[name[len("document.") :]] = value
+    if not fields:
+        return None
+    documents: list[Context] = []
+    for index in sorted(fields):
+        built = document(record, f"{prefix}.{index}", fields[index], len(documents))
+        if built is not None:
+            documents.append(built)
+    return documents

@@ -1,0 +1,13 @@
+"""The roles a span can play in a RAG pipeline, as every dialect reports them."""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["KIND_EMBEDDING", "KIND_GENERATION", "KIND_OTHER", "KIND_RERANKER", "KIND_RETRIEVER"]
+
+KIND_RETRIEVER: Final = "retriever"
+KIND_RERANKER: Final = "reranker"
+KIND_GENERATION: Final = "generation"
+KIND_EMBEDDING: Final = "embedding"
+KIND_OTHER: Final = "other"
