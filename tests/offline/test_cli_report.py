@@ -27,7 +27,7 @@ def test_export_to_a_closed_port_reports_nothing_exported(tmp_path: Path) -> Non
         app,
         ["rescore", str(traces), "-e", "quoted_spans", "-o", str(out), "--export-otlp", endpoint],
     )
-    assert result.exit_code == ExitCode.INTERNAL_ERROR, result.output
+    assert result.exit_code == ExitCode.EXPORT_FAILED, result.output
     assert f"exported 0 of 5 evaluation spans to {endpoint}" in result.stderr
     assert "not exported: 5 evaluation spans: " in result.stderr
     assert "--export-otlp delivered nothing" in result.stderr

@@ -1,7 +1,7 @@
 """A run's summary -> its exit code and the line explaining it: the one place this is decided.
 
 Order, first match wins (see `ExitCode`): INTERRUPTED, NOTHING_READABLE, NO_TURNS,
-ALL_EVALUATIONS_FAILED, export delivered nothing (INTERNAL_ERROR), PARTIAL_INPUT, OK.
+ALL_EVALUATIONS_FAILED, EXPORT_FAILED, PARTIAL_INPUT, OK.
 BAD_ARGUMENTS is decided before a run starts.
 """
 
@@ -25,7 +25,7 @@ def exit_code(summary: RescoreSummary, *, allow_empty: bool = False) -> ExitCode
     if summary.evaluations > 0 and summary.evaluations_failed == summary.evaluations:
         return ExitCode.ALL_EVALUATIONS_FAILED
     if summary.export is not None and summary.export.failed:
-        return ExitCode.INTERNAL_ERROR
+        return ExitCode.EXPORT_FAILED
     if summary.damaged_inputs > 0:
         return ExitCode.PARTIAL_INPUT
     return ExitCode.OK
@@ -56,7 +56,7 @@ def explain(summary: RescoreSummary, code: ExitCode) -> str | None:
             f"every evaluation failed or was skipped: {failed} failed, {skipped} skipped, "
             f"of {summary.evaluations}"
         )
-    if code is ExitCode.INTERNAL_ERROR and summary.export is not None:
+    if code is ExitCode.EXPORT_FAILED and summary.export is not None:
         why = "; ".join(summary.export.reasons) or "unknown"
         return (
             f"--export-otlp delivered nothing: {summary.export.endpoint} accepted none of "
