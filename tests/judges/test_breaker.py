@@ -157,7 +157,7 @@ def test_the_judge_client_recovers_by_itself_when_the_server_returns(
     assert client.breaker.state == OPEN
     port = _port(refusing)
     refusing.close()  # the judge comes back on the same port
-    with OpenAIServer(structured({"rating": 2}), port=port) as server:
+    with OpenAIServer(structured({"rating": 2}), port=port):
         time.sleep(0.35)
         groundwire.evaluate_many([TURN], [evaluator])  # one call probes; its sibling may skip
         up = groundwire.evaluate_many([TURN] * 3, [evaluator])
