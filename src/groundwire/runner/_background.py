@@ -54,6 +54,8 @@ _IDLE_WAKE_S = 1.0
 _NICE = 10
 """Added to the nice value of groundwire's threads on Linux."""
 _MAX_ABANDONED_PER_WORKER = 4
+_JOIN_BUDGET_S = 0.1
+"""How long shutdown waits, in all, for the runner's threads to exit once the queue is done."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +150,8 @@ class BackgroundRunner:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._last_drop_log = 0.0
+        self.dropped_at_shutdown = (0, 0)
+        """(turns, evaluations) that shutdown's deadline cut, counted as dropped."""
         self._deferred: dict[str, int] = {}
         """Turns sampled out or dropped on the app's thread, counted in metrics by a worker."""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -494,8 +498,12 @@ class BackgroundRunner:
                 self._cond.wait(remaining)
         return True
 
-    def shutdown(self, timeout_s: float = 30.0) -> bool:
-        """Stop taking turns, drain within `timeout_s`, count what is left as dropped."""
+    def shutdown(self, timeout_s: float = 30.0, *, report: bool = True) -> bool:
+        """Stop taking turns, drain within `timeout_s`, count what is left as dropped.
+
+        `report=False` leaves the warning about dropped work to the caller (`configure()`'s
+        shutdown says it once, with the telemetry that was not exported).
+        """
         with self._cond:
             if self._stopping:
                 return True
@@ -506,17 +514,27 @@ class BackgroundRunner:
             self._queue.clear()
             self._stopping = True
             self._cond.notify_all()
+        with self._cond:
+            evaluations = sum(len(job.pending) for job in leftovers if not job.done)
         for job in leftovers:
             self._finish(job, dropped=True)
         self._flush_deferred()
-        if leftovers:
-            logger.warning("shutdown deadline passed: %d turns counted as dropped", len(leftovers))
+        self.dropped_at_shutdown = (len(leftovers), evaluations)
+        if leftovers and report:
+            logger.warning(
+                "shutdown deadline %g s: %d turns (%d evaluations) not finished, counted as "
+                "dropped",
+                timeout_s,
+                len(leftovers),
+                evaluations,
+            )
         self._stop.set()
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._cancel_and_stop)
-        for thread in self._threads:
+        joined_by = time.monotonic() + _JOIN_BUDGET_S  # one budget for all: a hung call's
+        for thread in self._threads:  # thread is abandoned, never waited for one by one
             if thread is not threading.current_thread():
-                thread.join(0.2)
+                thread.join(max(0.0, joined_by - time.monotonic()))
         return drained
 
     def _cancel_and_stop(self) -> None:
