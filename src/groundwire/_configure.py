@@ -380,9 +380,12 @@ class OnlineEvaluation:
             except Exception:
                 logger.warning("could not uninstrument %s", name, exc_info=True)
         for guard in self.guards:
-            guard.deadline = deadline
+            guard.close_by(deadline)
         calls = [(f"shut {p.name}", _bind(p.close, deadline)) for p in self.providers if p.close]
         outcomes = run_until(calls, deadline)
+        if not all(outcome.done for outcome in outcomes):
+            for guard in self.guards:
+                guard.stop()  # abandoned exports stop their retry waits too
         LIVE_CONTENT.enabled = False
         unfinished = [outcome.name for outcome in outcomes if not outcome.done]
         self._report(timeout_s, unfinished)

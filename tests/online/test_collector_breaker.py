@@ -84,7 +84,9 @@ def test_a_down_collector_is_noticed_once_and_export_resumes_when_it_is_back(
         assert _wait(lambda: guard.unsent() == 30, 5.0), guard.unsent()
         noticed_s = time.monotonic() - started
         refusing.close()
-        receiver = OtlpHttpReceiver(port=port) if protocol != "grpc" else OtlpGrpcReceiver(port=port)
+        receiver = (
+            OtlpHttpReceiver(port=port) if protocol != "grpc" else OtlpGrpcReceiver(port=port)
+        )
         with receiver:
             recovering = 0  # batches inside the last cool-down are dropped: wait for the probe
             while guard.breaker.state != CLOSED and recovering < 200:

@@ -108,6 +108,26 @@ class ExportGuard:
         """Items handed to the batch processor in front of the exporter, when it counts them."""
         self.kind = "spans" if "traces" in name else "metric exports"
         """What the counts count, for log lines."""
+        self.abort: Callable[[], None] | None = None
+        """Stops the wrapped exporter's retry waits (its `shutdown`), set by the wrapper."""
+
+    def close_by(self, deadline: float) -> None:
+        """Shutdown begins: nothing is sent after `deadline`, and an endpoint that refuses
+        connections now is not waited for (an export in its retry series is stopped)."""
+        self.deadline = deadline
+        if self.address is None:
+            return
+        if not _reachable(self.address, min(_PROBE_TIMEOUT_S, deadline - time.monotonic())):
+            self.breaker.failure(f"connection to {self.address[0]}:{self.address[1]} failed")
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop the wrapped exporter's retry waits now (shutdown's deadline passed)."""
+        if self.abort is not None:
+            try:
+                self.abort()
+            except Exception:
+                logger.debug("could not stop the exporter", exc_info=True)
 
     def unsent(self) -> int:
         """Items that have not reached the endpoint: handed over minus exported when the batch
@@ -162,6 +182,7 @@ class GuardedSpanExporter(SpanExporter):
         self.inner = inner
         self.guard = guard
         self._shut = False
+        guard.abort = self.shutdown
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Export unless the endpoint is known to be down or the deadline passed."""
@@ -184,6 +205,7 @@ class GuardedSpanExporter(SpanExporter):
         if not self._shut:
             self._shut = True
             self.inner.shutdown()
+        self.guard.deadline = self.guard.deadline or time.monotonic()  # nothing more to send
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Flush the wrapped exporter."""
@@ -201,6 +223,7 @@ class GuardedMetricExporter(MetricExporter):
         self.inner = inner
         self.guard = guard
         self._shut = False
+        guard.abort = self.shutdown
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
@@ -230,3 +253,4 @@ class GuardedMetricExporter(MetricExporter):
         if not self._shut:
             self._shut = True
             self.inner.shutdown(timeout_millis=timeout_millis, **kwargs)
+        self.guard.deadline = self.guard.deadline or time.monotonic()  # nothing more to send
