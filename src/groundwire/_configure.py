@@ -516,52 +516,134 @@ def configure(
         if _current is not None:
             raise RuntimeError("groundwire is already configured; call groundwire.shutdown() first")
         _check_environment()
-        online = _configure(
-            service_name=_pick(service_name, env_str(semconv.ENV_SERVICE_NAME), None),
-            evaluators=_pick(evaluators, env_list(semconv.ENV_EVALUATORS), ()),
-            inline=_pick(inline, env_list(semconv.ENV_INLINE), ()),
-            sample_rate=_pick(sample_rate, _env_number(semconv.ENV_SAMPLE_RATE, float), 1.0),
-            evaluator_sample_rates=_pick(
-                evaluator_sample_rates, _env_rates(semconv.ENV_EVALUATOR_SAMPLE_RATES), {}
-            ),
-            turn_filter=_pick(turn_filter, env_str(semconv.ENV_TURN_FILTER), None),
-            judge_token_budget=_pick(
-                judge_token_budget, _env_number(semconv.ENV_JUDGE_TOKEN_BUDGET, int), None
-            ),
-            max_queue_size=_pick(
-                max_queue_size, _env_number(semconv.ENV_MAX_QUEUE_SIZE, int), 2048
-            ),
-            workers=_pick(workers, _env_number(semconv.ENV_WORKERS, int), 2),
-            async_concurrency=_pick(
-                async_concurrency, _env_number(semconv.ENV_ASYNC_CONCURRENCY, int), 8
-            ),
-            evaluator_timeout_s=_pick(
-                evaluator_timeout_s, _env_number(semconv.ENV_EVALUATOR_TIMEOUT, float), 30.0
-            ),
-            exporter=_pick(exporter, env_str(semconv.ENV_EXPORTER), "auto"),
-            output_path=_pick(output_path, env_str(semconv.ENV_OUTPUT_PATH), None),
-            prometheus_port=_pick(
-                prometheus_port, _env_number(semconv.ENV_PROMETHEUS_PORT, int), None
-            ),
-            prometheus_host=_pick(
-                prometheus_host, env_str(semconv.ENV_PROMETHEUS_HOST), "127.0.0.1"
-            ),
-            instrument=_pick(instrument, _env_instrument(semconv.ENV_INSTRUMENT), True),
-            tracer_provider=tracer_provider,
-            meter_provider=meter_provider,
-            shutdown_timeout_s=_seconds("shutdown_timeout_s", shutdown_timeout_s),
-            exit_timeout_s=_seconds(
-                f"exit_timeout_s ({semconv.ENV_EXIT_TIMEOUT})",
-                _pick(
-                    exit_timeout_s,
-                    _env_number(semconv.ENV_EXIT_TIMEOUT, float),
-                    DEFAULT_EXIT_TIMEOUT_S,
-                ),
-            ),
-        )
+        given = {
+            "evaluators": evaluators,
+            "inline": inline,
+            "sample_rate": sample_rate,
+            "evaluator_sample_rates": evaluator_sample_rates,
+            "turn_filter": turn_filter,
+            "judge_token_budget": judge_token_budget,
+            "max_queue_size": max_queue_size,
+            "workers": workers,
+            "async_concurrency": async_concurrency,
+            "evaluator_timeout_s": evaluator_timeout_s,
+            "exporter": exporter,
+            "prometheus_port": prometheus_port,
+            "prometheus_host": prometheus_host,
+            "instrument": instrument,
+        }
+        try:
+            online = _configure_from(
+                given,
+                service_name=service_name,
+                output_path=output_path,
+                tracer_provider=tracer_provider,
+                meter_provider=meter_provider,
+                shutdown_timeout_s=shutdown_timeout_s,
+                exit_timeout_s=exit_timeout_s,
+            )
+        except (ValueError, TypeError, KeyError) as error:
+            _name_the_variable(error, given)
+            raise
         _current = online
     atexit.register(_shutdown_at_exit)
     return online
+
+
+_VARIABLES = {
+    "evaluators": semconv.ENV_EVALUATORS,
+    "inline": semconv.ENV_INLINE,
+    "sample_rate": semconv.ENV_SAMPLE_RATE,
+    "evaluator_sample_rates": semconv.ENV_EVALUATOR_SAMPLE_RATES,
+    "turn_filter": semconv.ENV_TURN_FILTER,
+    "judge_token_budget": semconv.ENV_JUDGE_TOKEN_BUDGET,
+    "max_queue_size": semconv.ENV_MAX_QUEUE_SIZE,
+    "workers": semconv.ENV_WORKERS,
+    "async_concurrency": semconv.ENV_ASYNC_CONCURRENCY,
+    "evaluator_timeout_s": semconv.ENV_EVALUATOR_TIMEOUT,
+    "exporter": semconv.ENV_EXPORTER,
+    "prometheus_port": semconv.ENV_PROMETHEUS_PORT,
+    "prometheus_host": semconv.ENV_PROMETHEUS_HOST,
+    "instrument": semconv.ENV_INSTRUMENT,
+}
+"""The variable behind each option, to name it in errors about a value it supplied."""
+
+
+def _name_the_variable(error: BaseException, given: Mapping[str, Any]) -> None:
+    """Raise a ValueError naming the variable (and its value) when a bad option came from the
+    environment; return (the caller re-raises as is) when the argument was explicit."""
+    message = str(error) if type(error).__str__ is not KeyError.__str__ else str(error.args[0])
+    if type(error).__name__ == "UnknownEvaluatorError":
+        option = "evaluators"
+    else:
+        option = next((o for o in _VARIABLES if message.startswith(o)), "")
+    variable = _VARIABLES.get(option)
+    if variable is None or given.get(option) is not None:
+        return
+    raw = env_str(variable)
+    if raw is None or variable in message:
+        return
+    raise ValueError(f"{variable}={raw!r}: {message}") from error
+
+
+def _configure_from(
+    given: Mapping[str, Any],
+    *,
+    service_name: str | None,
+    output_path: str | os.PathLike[str] | None,
+    tracer_provider: Any,
+    meter_provider: Any,
+    shutdown_timeout_s: float,
+    exit_timeout_s: float | None,
+) -> OnlineEvaluation:
+    """Resolve every option (argument, else variable, else default) and configure."""
+    evaluators, inline = given["evaluators"], given["inline"]
+    sample_rate, evaluator_sample_rates = given["sample_rate"], given["evaluator_sample_rates"]
+    turn_filter, judge_token_budget = given["turn_filter"], given["judge_token_budget"]
+    max_queue_size, workers = given["max_queue_size"], given["workers"]
+    async_concurrency, evaluator_timeout_s = (
+        given["async_concurrency"],
+        given["evaluator_timeout_s"],
+    )
+    exporter, prometheus_port = given["exporter"], given["prometheus_port"]
+    prometheus_host, instrument = given["prometheus_host"], given["instrument"]
+    return _configure(
+        service_name=_pick(service_name, env_str(semconv.ENV_SERVICE_NAME), None),
+        evaluators=_pick(evaluators, env_list(semconv.ENV_EVALUATORS), ()),
+        inline=_pick(inline, env_list(semconv.ENV_INLINE), ()),
+        sample_rate=_pick(sample_rate, _env_number(semconv.ENV_SAMPLE_RATE, float), 1.0),
+        evaluator_sample_rates=_pick(
+            evaluator_sample_rates, _env_rates(semconv.ENV_EVALUATOR_SAMPLE_RATES), {}
+        ),
+        turn_filter=_pick(turn_filter, env_str(semconv.ENV_TURN_FILTER), None),
+        judge_token_budget=_pick(
+            judge_token_budget, _env_number(semconv.ENV_JUDGE_TOKEN_BUDGET, int), None
+        ),
+        max_queue_size=_pick(max_queue_size, _env_number(semconv.ENV_MAX_QUEUE_SIZE, int), 2048),
+        workers=_pick(workers, _env_number(semconv.ENV_WORKERS, int), 2),
+        async_concurrency=_pick(
+            async_concurrency, _env_number(semconv.ENV_ASYNC_CONCURRENCY, int), 8
+        ),
+        evaluator_timeout_s=_pick(
+            evaluator_timeout_s, _env_number(semconv.ENV_EVALUATOR_TIMEOUT, float), 30.0
+        ),
+        exporter=_pick(exporter, env_str(semconv.ENV_EXPORTER), "auto"),
+        output_path=_pick(output_path, env_str(semconv.ENV_OUTPUT_PATH), None),
+        prometheus_port=_pick(prometheus_port, _env_number(semconv.ENV_PROMETHEUS_PORT, int), None),
+        prometheus_host=_pick(prometheus_host, env_str(semconv.ENV_PROMETHEUS_HOST), "127.0.0.1"),
+        instrument=_pick(instrument, _env_instrument(semconv.ENV_INSTRUMENT), True),
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        shutdown_timeout_s=_seconds("shutdown_timeout_s", shutdown_timeout_s),
+        exit_timeout_s=_seconds(
+            f"exit_timeout_s ({semconv.ENV_EXIT_TIMEOUT})",
+            _pick(
+                exit_timeout_s,
+                _env_number(semconv.ENV_EXIT_TIMEOUT, float),
+                DEFAULT_EXIT_TIMEOUT_S,
+            ),
+        ),
+    )
 
 
 def _configure(
