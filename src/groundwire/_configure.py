@@ -745,6 +745,8 @@ def _configure(
 
     emitter = Emitter(tracer_provider=tracer_provider, meter_provider=meter_provider)
     runner = BackgroundRunner(config, emitter)
+    warm_s = runner.warm_up()  # imports and models load now, not on the app's first turns
+    logger.debug("groundwire: evaluators warmed up in %.2f s", warm_s)
     processor = EvaluationSpanProcessor(runner, emitter, shutdown_timeout_s=shutdown_timeout_s)
     tracer_provider.add_span_processor(processor)
     LIVE_CONTENT.enabled = True

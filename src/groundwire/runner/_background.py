@@ -102,6 +102,11 @@ class _Slot:
 
 
 _NO_INLINE = InlineResult()
+_WARM_UP_TURN = RagTurn(
+    query="Where did the cat sit?",
+    contexts=["Once upon a time the cat sat on the mat, and the dog slept by the door."],
+    answer='The story says "the cat sat on the mat" and "the dog slept by the door".',
+)
 
 
 def suppress_instrumentation() -> None:
@@ -165,6 +170,25 @@ class BackgroundRunner:
             self._loop = asyncio.new_event_loop()
             self._semaphore = asyncio.Semaphore(config.async_concurrency)
             self._spawn(self._run_loop, "groundwire-async")
+
+    # --- warm-up ---------------------------------------------------------------------------------
+
+    def warm_up(self) -> float:
+        """Run each of groundwire's own sync evaluators once on a small made-up turn, so that
+        lazy imports, index structures and the embedding model load now (in `configure()`)
+        rather than on the first turns, beside the app. Scores are discarded, nothing counted;
+        evaluators from other packages are not called (their side effects are unknown).
+        Returns the seconds it took."""
+        started = time.perf_counter()
+        for evaluator in self.config.evaluators:
+            if is_async_evaluator(evaluator):
+                continue
+            if not type(evaluator).__module__.startswith("groundwire."):
+                continue
+            outcome = run_evaluator(cast(Evaluator, evaluator), _WARM_UP_TURN)
+            if outcome.raised:
+                logger.debug("warm-up of %s raised; it will load on first use", evaluator.name)
+        return time.perf_counter() - started
 
     # --- the app's thread ------------------------------------------------------------------------
 
