@@ -495,6 +495,7 @@ def configure(
     workers: int | None = None,
     async_concurrency: int | None = None,
     evaluator_timeout_s: float | None = None,
+    executor: str | None = None,
     exporter: str | None = None,
     output_path: str | os.PathLike[str] | None = None,
     prometheus_port: int | None = None,
@@ -527,6 +528,7 @@ def configure(
             "workers": workers,
             "async_concurrency": async_concurrency,
             "evaluator_timeout_s": evaluator_timeout_s,
+            "executor": executor,
             "exporter": exporter,
             "prometheus_port": prometheus_port,
             "prometheus_host": prometheus_host,
@@ -561,6 +563,7 @@ _VARIABLES = {
     "workers": semconv.ENV_WORKERS,
     "async_concurrency": semconv.ENV_ASYNC_CONCURRENCY,
     "evaluator_timeout_s": semconv.ENV_EVALUATOR_TIMEOUT,
+    "executor": semconv.ENV_EXECUTOR,
     "exporter": semconv.ENV_EXPORTER,
     "prometheus_port": semconv.ENV_PROMETHEUS_PORT,
     "prometheus_host": semconv.ENV_PROMETHEUS_HOST,
@@ -605,6 +608,7 @@ def _configure_from(
         given["async_concurrency"],
         given["evaluator_timeout_s"],
     )
+    executor = given["executor"]
     exporter, prometheus_port = given["exporter"], given["prometheus_port"]
     prometheus_host, instrument = given["prometheus_host"], given["instrument"]
     return _configure(
@@ -627,6 +631,7 @@ def _configure_from(
         evaluator_timeout_s=_pick(
             evaluator_timeout_s, _env_number(semconv.ENV_EVALUATOR_TIMEOUT, float), 30.0
         ),
+        executor=_pick(executor, env_str(semconv.ENV_EXECUTOR), "threads"),
         exporter=_pick(exporter, env_str(semconv.ENV_EXPORTER), "auto"),
         output_path=_pick(output_path, env_str(semconv.ENV_OUTPUT_PATH), None),
         prometheus_port=_pick(prometheus_port, _env_number(semconv.ENV_PROMETHEUS_PORT, int), None),
@@ -659,6 +664,7 @@ def _configure(
     workers: int,
     async_concurrency: int,
     evaluator_timeout_s: float,
+    executor: str,
     exporter: str,
     output_path: str | os.PathLike[str] | None,
     prometheus_port: int | None,
@@ -690,6 +696,7 @@ def _configure(
         workers=workers,
         async_concurrency=async_concurrency,
         evaluator_timeout_s=evaluator_timeout_s,
+        executor=executor,
     )
     if prometheus_port is not None and (
         isinstance(prometheus_port, bool) or not 0 <= prometheus_port <= 65535
