@@ -18,6 +18,7 @@ global. See docs/online.md.
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import logging
 import math
@@ -39,7 +40,7 @@ from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from groundwire import semconv
 from groundwire._breaker import CLOSED
 from groundwire._deadline import run_until
-from groundwire._env import FALSE, TRUE, env_list, env_str
+from groundwire._env import FALSE, TRUE, env_flag, env_list, env_str
 from groundwire._evaluator import AnyEvaluator
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn
@@ -505,6 +506,7 @@ def configure(
     meter_provider: Any = None,
     shutdown_timeout_s: float = 10.0,
     exit_timeout_s: float | None = None,
+    gc_freeze: bool | None = None,
 ) -> OnlineEvaluation:
     """Score the app's RAG turns as they happen and emit the scores as telemetry.
 
@@ -517,6 +519,9 @@ def configure(
         if _current is not None:
             raise RuntimeError("groundwire is already configured; call groundwire.shutdown() first")
         _check_environment()
+        freeze = _pick(gc_freeze, env_flag(semconv.ENV_GC_FREEZE), True)
+        if not isinstance(freeze, bool):
+            raise TypeError(f"gc_freeze must be True or False, got {gc_freeze!r}")
         given = {
             "evaluators": evaluators,
             "inline": inline,
@@ -548,6 +553,8 @@ def configure(
             _name_the_variable(error, given)
             raise
         _current = online
+    if freeze:
+        gc.freeze()  # startup objects leave full collections, whose pauses hit the app's turns
     atexit.register(_shutdown_at_exit)
     return online
 

@@ -49,6 +49,8 @@ def _configure(telemetry: Telemetry, **options: Any) -> Any:
         (semconv.ENV_INSTRUMENT, "no_such_framework", "installed integrations"),
         (semconv.ENV_PROMETHEUS_PORT, "70000", "0-65535"),
         (semconv.ENV_JUDGE_TIMEOUT, "abc", ""),
+        (semconv.ENV_GC_FREEZE, "sometimes", "true/false"),
+        (semconv.ENV_EXECUTOR, "gpu", "threads"),
     ],
 )
 def test_a_bad_variable_raises_naming_it_its_value_and_what_is_allowed(

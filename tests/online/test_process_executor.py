@@ -49,7 +49,7 @@ def test_turns_are_scored_in_the_worker_process(telemetry: Telemetry, emitter: E
     assert stats.scored == 20 and stats.adds_up()
     counts = telemetry.counts()
     assert counts[("where_am_i", "ok")] == 20
-    scores = [p for p in telemetry.points("groundwire.evaluation.score")]
+    scores = list(telemetry.points("groundwire.evaluation.score"))
     assert any(p.attributes["gen_ai.evaluation.name"] == "where_am_i" for p in scores)
     runner.shutdown(5)
 

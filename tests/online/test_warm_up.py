@@ -45,3 +45,27 @@ def test_configure_loads_the_embedding_model_before_the_first_turn(
     assert user.calls == 0
     assert online.stats().submitted == 0
     assert telemetry.counts() == {}
+
+
+def test_configure_freezes_startup_objects_out_of_full_collections(
+    telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """configure() ends with gc.freeze() (full-collection pauses were the app's slowest turns);
+    GROUNDWIRE_GC_FREEZE=false opts out."""
+    import gc
+
+    gc.unfreeze()
+    monkeypatch.setenv("GROUNDWIRE_GC_FREEZE", "false")
+    options: dict[str, object] = {
+        "evaluators": [_Counting()],
+        "instrument": False,
+        "tracer_provider": telemetry.tracer_provider,
+        "meter_provider": telemetry.meter_provider,
+    }
+    groundwire.configure(**options)  # type: ignore[arg-type]
+    assert gc.get_freeze_count() == 0
+    groundwire.shutdown(2)
+    monkeypatch.delenv("GROUNDWIRE_GC_FREEZE")
+    groundwire.configure(**options)  # type: ignore[arg-type]
+    assert gc.get_freeze_count() > 1000
+    gc.unfreeze()
