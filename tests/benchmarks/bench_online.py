@@ -426,7 +426,8 @@ def _tail_lines(tail: dict[str, Any]) -> list[str]:
         "capture-only = groundwire-langchain spans exported over OTLP by groundwire's provider, "
         "no evaluators; background threads = `configure(evaluators=['quoted_spans', "
         "'quote_verification'])` (default embedder) on the runner's threads; worker process = the "
-        "same with `executor='process'` (3 s allowed for its background warm-up). Collector up = a real OTLP/HTTP receiver; "
+        "same with `executor='process'` (3 s allowed for its background warm-up). "
+        "Collector up = a real OTLP/HTTP receiver; "
         "down = a port that refuses connections. Ratio = p99 / capture-only p99 (target 1.1x).",
         "",
         "| collector | mode | p50 ms | p99 ms | max ms | p99 vs capture-only | first 20 turns max "
