@@ -543,7 +543,7 @@ def _write(result: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    """Run the three measurements and write results/online.{md,json}."""
+    """Run the four measurements and write results/online.{md,json}."""
     import os
 
     started = time.perf_counter()
@@ -553,6 +553,7 @@ def main() -> None:
         "latency_llm": bench_latency(MODEL_LATENCY_S, rounds=7, turns_per_round=25),
         "enqueue": bench_enqueue(turns),
         "throughput": bench_throughput(turns),
+        "tail": bench_tail(),
     }
     result["meta"] = {
         "python": platform.python_version(),
