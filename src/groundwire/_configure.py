@@ -828,6 +828,7 @@ def get_online() -> OnlineEvaluation | None:
 def shutdown(timeout_s: float = 30.0) -> bool:
     """Drain and stop online evaluation (no-op when not configured); False if work was dropped."""
     global _current
+    timeout_s = _seconds("timeout_s", timeout_s)
     with _lock:
         online, _current = _current, None
     if online is None:
