@@ -323,6 +323,7 @@ class OnlineEvaluation:
     _prometheus_server: Any = None
     _push_reader: MetricReader | None = None
     _closed: bool = False
+    _froze_gc: bool = False
 
     @property
     def prometheus_url(self) -> str | None:
@@ -388,6 +389,8 @@ class OnlineEvaluation:
             for guard in self.guards:
                 guard.stop()  # abandoned exports stop their retry waits too
         LIVE_CONTENT.enabled = False
+        if self._froze_gc:
+            gc.unfreeze()  # what configure() froze is collectable again
         unfinished = [outcome.name for outcome in outcomes if not outcome.done]
         self._report(timeout_s, unfinished)
         return drained and not unfinished and self._spans_not_exported() == 0
@@ -555,6 +558,7 @@ def configure(
         _current = online
     if freeze:
         gc.freeze()  # startup objects leave full collections, whose pauses hit the app's turns
+        online._froze_gc = True
     atexit.register(_shutdown_at_exit)
     return online
 

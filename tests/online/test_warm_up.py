@@ -50,8 +50,8 @@ def test_configure_loads_the_embedding_model_before_the_first_turn(
 def test_configure_freezes_startup_objects_out_of_full_collections(
     telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """configure() ends with gc.freeze() (full-collection pauses were the app's slowest turns);
-    GROUNDWIRE_GC_FREEZE=false opts out."""
+    """configure() ends with gc.freeze() (full-collection pauses were the app's slowest turns)
+    and shutdown() unfreezes; GROUNDWIRE_GC_FREEZE=false opts out."""
     import gc
 
     gc.unfreeze()
@@ -68,4 +68,5 @@ def test_configure_freezes_startup_objects_out_of_full_collections(
     monkeypatch.delenv("GROUNDWIRE_GC_FREEZE")
     groundwire.configure(**options)  # type: ignore[arg-type]
     assert gc.get_freeze_count() > 1000
-    gc.unfreeze()
+    groundwire.shutdown(2)
+    assert gc.get_freeze_count() == 0  # shutdown undoes it
