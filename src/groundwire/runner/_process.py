@@ -33,6 +33,10 @@ logger = logging.getLogger("groundwire.runner")
 EXECUTORS = ("threads", "process")
 """Values of `RunnerConfig.executor` / `configure(executor=...)` / `GROUNDWIRE_EXECUTOR`."""
 _NICE = 10
+_READY = -1
+"""The call id of the worker's "started and warmed up" message."""
+_STARTUP_LIMIT_S = 120.0
+"""How long a call waits for the worker to start (its evaluator timeout starts after that)."""
 
 
 def _serve(blob: bytes, connection: Connection) -> None:  # pragma: no cover - in the child
@@ -44,6 +48,7 @@ def _serve(blob: bytes, connection: Connection) -> None:  # pragma: no cover - i
             os.nice(_NICE)
     evaluators: dict[str, Evaluator] = {e.name: e for e in pickle.loads(blob)}
     warm_up_evaluators(list(evaluators.values()))
+    connection.send((_READY, None))
     while True:
         try:
             request = connection.recv()
@@ -80,22 +85,30 @@ class ProcessExecutor:
         process.start()
         child.close()
         self._process, self._connection = process, parent
+        self._ready = threading.Event()
         reader = threading.Thread(
-            target=self._read, args=(parent,), name="groundwire-process-reader", daemon=True
+            target=self._read,
+            args=(parent, self._ready),
+            name="groundwire-process-reader",
+            daemon=True,
         )
         reader.start()
 
-    def _read(self, connection: Connection) -> None:
+    def _read(self, connection: Connection, ready: threading.Event) -> None:
         """Hand each answer to the waiting caller; on a dead process fail what was pending."""
         while True:
             try:
                 call_id, outcomes = connection.recv()
             except (EOFError, OSError):
                 break
+            if call_id == _READY:
+                ready.set()
+                continue
             with self._lock:
                 future = self._pending.pop(call_id, None)
             if future is not None:
                 future.set_result(outcomes)
+        ready.set()  # a process that died before it was ready: its callers fail, not wait
         with self._lock:
             if connection is not self._connection:
                 return  # replaced: its callers were failed when it was killed
@@ -107,8 +120,13 @@ class ProcessExecutor:
         self, names: Sequence[str], turn: RagTurn, timeout_s: float | None
     ) -> list[EvaluationOutcome]:
         """Run the named evaluators on `turn` in the process; TimeoutError (and a fresh
-        process) when it takes longer than `timeout_s`."""
+        process) when it takes longer than `timeout_s`, counted once the process is ready
+        (its start and warm-up are not the evaluation's time)."""
         future: Future[list[EvaluationOutcome]] = Future()
+        with self._lock:
+            ready = self._ready
+        if not ready.wait(_STARTUP_LIMIT_S):
+            raise RuntimeError("the evaluation worker process did not start")
         with self._lock:
             if self._closed:
                 raise RuntimeError("the evaluation worker process is shut down")
