@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, runtime_checkable
 
+from groundwire import semconv
 from groundwire._types import RagTurn, Score
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "AsyncEvaluator",
     "EvaluationOutcome",
     "Evaluator",
+    "SkipEvaluation",
     "arun_evaluator",
     "is_async_evaluator",
     "run_evaluator",
@@ -75,6 +77,26 @@ class EvaluationOutcome:
     raised: bool
 
 
+class SkipEvaluation(Exception):  # noqa: N818 - a signal, like StopIteration, not an error
+    """Raised inside an evaluator to say "not evaluated, for `reason`" (e.g. `judge_unreachable`):
+    the boundary records a `skipped` score (value None) instead of an error, and logs nothing."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _skipped(evaluator: AnyEvaluator, skip: SkipEvaluation, started: float) -> EvaluationOutcome:
+    score = Score(
+        name=_safe_name(evaluator),
+        value=None,
+        label=semconv.LABEL_SKIPPED,
+        explanation=str(skip),
+        details={"skip_reason": skip.reason},
+    )
+    return EvaluationOutcome(score, time.perf_counter() - started, False)
+
+
 def _checked(evaluator: AnyEvaluator, result: object) -> Score:
     if not isinstance(result, Score):
         raise TypeError(
@@ -101,6 +123,8 @@ def run_evaluator(evaluator: Evaluator, turn: RagTurn) -> EvaluationOutcome:
     started = time.perf_counter()
     try:
         score = _checked(evaluator, evaluator.evaluate(turn))
+    except SkipEvaluation as skip:
+        return _skipped(evaluator, skip, started)
     except Exception as error:
         return _failure(evaluator, error, started)
     return EvaluationOutcome(score, time.perf_counter() - started, False)
@@ -124,6 +148,8 @@ async def arun_evaluator(
     except TimeoutError:
         error = TimeoutError(f"no result within {timeout_s} s")
         return _failure(evaluator, error, started)
+    except SkipEvaluation as skip:
+        return _skipped(evaluator, skip, started)
     except Exception as error:
         return _failure(evaluator, error, started)
     return EvaluationOutcome(score, time.perf_counter() - started, False)

@@ -242,6 +242,12 @@ ENV_PROMETHEUS_HOST: Final = "GROUNDWIRE_PROMETHEUS_HOST"
 """Address the Prometheus endpoint binds (default 127.0.0.1)."""
 ENV_INSTRUMENT: Final = "GROUNDWIRE_INSTRUMENT"
 """`true` (default), `false`, or comma-separated instrumentor names to enable."""
+ENV_EXECUTOR: Final = "GROUNDWIRE_EXECUTOR"
+"""Where sync evaluators run: `threads` (default) or `process` (one worker process)."""
+ENV_GC_FREEZE: Final = "GROUNDWIRE_GC_FREEZE"
+"""`true` (default) or `false`: end `configure()` with `gc.freeze()` (see docs/online.md)."""
+ENV_EXIT_TIMEOUT: Final = "GROUNDWIRE_EXIT_TIMEOUT"
+"""Seconds the exit hook may take to drain and export (default 3; see docs/online.md)."""
 
 # --- LLM judges (groundedness, citation_support) ------------------------------------------------
 

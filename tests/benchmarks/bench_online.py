@@ -290,6 +290,172 @@ def bench_throughput(turns: Sequence[RagTurn]) -> dict[str, Any]:
     return {"turns": len(turns), "rows": rows, "direct_evals_per_s_by_evaluator": per_evaluator}
 
 
+TAIL_TURNS = 300
+TAIL_WARMUP_TURNS = 20
+TAIL_RUNS = 3
+TAIL_MODES = ("bare", "capture-only", "background threads", "worker process")
+TAIL_APP = """
+import json, os, socket, sys, time
+mode, turns, warmup = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+from tests.benchmarks.bench_online import MODEL_LATENCY_S, QUESTIONS, _chain
+chain = _chain(turns + warmup, MODEL_LATENCY_S)
+configured = time.perf_counter()
+if mode == "capture-only":
+    from opentelemetry.sdk.resources import Resource
+    from groundwire.exporters._providers import ExporterChoice, build_tracer_provider
+    from groundwire_langchain import LangChainInstrumentor
+    provider = build_tracer_provider(Resource.create({}), ExporterChoice("otlp"))
+    LangChainInstrumentor().instrument(tracer_provider=provider)
+    import gc
+    gc.freeze()  # as configure() does: the same GC treatment on both sides
+elif mode in ("background threads", "worker process"):
+    import groundwire
+    groundwire.configure(
+        evaluators=["quoted_spans", "quote_verification"],
+        instrument=["langchain"],
+        executor="process" if mode == "worker process" else "threads",
+    )
+    time.sleep(3.0 if mode == "worker process" else 0.0)  # its warm-up runs in the background
+configured = time.perf_counter() - configured
+samples = []
+for i in range(turns + warmup):
+    started = time.perf_counter()
+    chain.invoke(QUESTIONS[i % 2])
+    samples.append(time.perf_counter() - started)
+first = samples[:warmup]
+samples = sorted(samples[warmup:])
+ended = time.perf_counter()
+scored = errored = dropped = 0
+if mode == "capture-only":
+    provider.shutdown()
+elif mode != "bare":
+    from groundwire._configure import get_online
+    online = get_online()
+    groundwire.shutdown(5)
+    stats = online.stats()
+    scored, errored, dropped = stats.scored, stats.errored, stats.dropped
+print(json.dumps({
+    "p50_ms": samples[len(samples) // 2] * 1e3,
+    "p99_ms": samples[min(len(samples) - 1, int(0.99 * len(samples)))] * 1e3,
+    "max_ms": samples[-1] * 1e3,
+    "first_turns_max_ms": max(first) * 1e3,
+    "configure_s": configured,
+    "shutdown_s": time.perf_counter() - ended,
+    "scored": scored, "errored": errored, "dropped": dropped,
+}))
+"""
+
+
+def _tail_run(mode: str, endpoint: str) -> dict[str, float]:
+    """One app process: its per-turn latency percentiles (after the warm-up turns)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "GROUNDWIRE_"))}
+    env["PYTHONPATH"] = os.pathsep.join(
+        str(root / p) for p in ("", "src", "integrations/langchain/src")
+    )
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+    env["OTEL_BSP_SCHEDULE_DELAY"] = "1000"
+    done = subprocess.run(
+        [sys.executable, "-c", TAIL_APP, mode, str(TAIL_TURNS), str(TAIL_WARMUP_TURNS)],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{mode}: {done.stderr[-2000:]}")
+    return cast(dict[str, float], json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def bench_tail() -> dict[str, Any]:
+    """p50/p99/max turn latency of the app (20 ms model) in separate processes: bare (no
+    groundwire), capture-only (groundwire-langchain spans over OTLP, no evaluators) and
+    background threads (configure() with quoted_spans + quote_verification), with the Collector
+    up (a real OTLP receiver) and down (a port that refuses). Runs interleaved; medians."""
+    import socket
+
+    from groundwire.testing import OtlpHttpReceiver
+
+    refusing = socket.socket()
+    refusing.bind(("127.0.0.1", 0))
+    down = f"http://127.0.0.1:{refusing.getsockname()[1]}"
+    rows: dict[str, list[dict[str, float]]] = {}
+    with OtlpHttpReceiver() as receiver:
+        for _ in range(TAIL_RUNS):
+            for collector, endpoint in (("up", receiver.endpoint), ("down", down)):
+                for mode in TAIL_MODES:
+                    if mode == "bare" and collector == "down":
+                        continue  # no telemetry: the collector does not matter
+                    rows.setdefault(f"{mode}|{collector}", []).append(_tail_run(mode, endpoint))
+                    receiver.clear()
+    refusing.close()
+    summary: dict[str, Any] = {}
+    for key, runs in rows.items():
+        summary[key] = {
+            metric: {
+                "median": statistics.median(r[metric] for r in runs),
+                "min": min(r[metric] for r in runs),
+                "max": max(r[metric] for r in runs),
+            }
+            for metric in runs[0]
+        }
+    return {
+        "turns": TAIL_TURNS,
+        "warmup_turns": TAIL_WARMUP_TURNS,
+        "runs": TAIL_RUNS,
+        "rows": summary,
+        "raw": rows,
+    }
+
+
+def _tail_lines(tail: dict[str, Any]) -> list[str]:
+    """The markdown table of the latency tail."""
+    rows = tail["rows"]
+    lines = [
+        "",
+        f"## Turn latency tail (model answers after {MODEL_LATENCY_S * 1000:.0f} ms)",
+        "",
+        f"One process per configuration, {tail['turns']} turns after {tail['warmup_turns']} "
+        f"warm-up turns, {tail['runs']} interleaved runs; each cell is the median over runs "
+        "(min-max in brackets), in milliseconds. bare = the app without groundwire; "
+        "capture-only = groundwire-langchain spans exported over OTLP by groundwire's provider, "
+        "no evaluators; background threads = `configure(evaluators=['quoted_spans', "
+        "'quote_verification'])` (default embedder) on the runner's threads; worker process = the "
+        "same with `executor='process'` (3 s allowed for its background warm-up). "
+        "Collector up = a real OTLP/HTTP receiver; "
+        "down = a port that refuses connections. Ratio = p99 / capture-only p99 (target 1.1x).",
+        "",
+        "| collector | mode | p50 ms | p99 ms | max ms | p99 vs capture-only | first 20 turns max "
+        "ms | configure s | shutdown(5) s | turns scored / errored / dropped |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+
+    def cell(stats: dict[str, float], digits: int = 1) -> str:
+        return f"{stats['median']:.{digits}f} ({stats['min']:.{digits}f}-{stats['max']:.{digits}f})"
+
+    for collector in ("up", "down"):
+        base = rows[f"capture-only|{collector}"]["p99_ms"]["median"]
+        for mode in TAIL_MODES:
+            key = f"{mode}|{'up' if mode == 'bare' else collector}"
+            if mode == "bare" and collector == "down":
+                continue
+            row = rows[key]
+            lines.append(
+                f"| {collector if mode != 'bare' else 'none'} | {mode} | {cell(row['p50_ms'])} | "
+                f"{cell(row['p99_ms'])} | {cell(row['max_ms'])} | "
+                f"**{row['p99_ms']['median'] / base:.2f}x** | "
+                f"{cell(row['first_turns_max_ms'])} | {cell(row['configure_s'], 2)} | "
+                f"{cell(row['shutdown_s'], 2)} | {row['scored']['median']:.0f} / "
+                f"{row['errored']['median']:.0f} / {row['dropped']['median']:.0f} |"
+            )
+    return lines
+
+
 def _write(result: dict[str, Any]) -> None:
     """Write results/online.md and online.json."""
     latency, enqueue, throughput = result["latency"], result["enqueue"], result["throughput"]
@@ -369,13 +535,15 @@ def _write(result: dict[str, Any]) -> None:
         f"{meta['seconds']:.1f} s. Raw numbers: `online.json`.",
         "",
     ]
+    if "tail" in result:
+        lines += [*_tail_lines(result["tail"]), ""]
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "online.md").write_text("\n".join(lines))
     (RESULTS / "online.json").write_text(json.dumps(result, indent=2))
 
 
 def main() -> None:
-    """Run the three measurements and write results/online.{md,json}."""
+    """Run the four measurements and write results/online.{md,json}."""
     import os
 
     started = time.perf_counter()
@@ -385,6 +553,7 @@ def main() -> None:
         "latency_llm": bench_latency(MODEL_LATENCY_S, rounds=7, turns_per_round=25),
         "enqueue": bench_enqueue(turns),
         "throughput": bench_throughput(turns),
+        "tail": bench_tail(),
     }
     result["meta"] = {
         "python": platform.python_version(),

@@ -4,6 +4,11 @@ The choice follows the standard variables: an `OTEL_EXPORTER_OTLP_*ENDPOINT` mea
 http/protobuf unless `OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]PROTOCOL` says `grpc`; the exporters
 themselves read the endpoint, headers, timeout and compression variables. With no endpoint the
 telemetry goes to an OTLP/JSON-lines file, the OpenTelemetry Collector's file-exporter layout.
+
+OTLP exporters are wrapped in an `ExportGuard` (`groundwire.exporters._guard`): a circuit
+breaker for an unreachable endpoint, the shutdown deadline, and counts of what was not
+exported. The providers are built with `shutdown_on_exit=False`: `groundwire.configure()`
+shuts them down itself, at exit too, within its own deadline (the SDK's hook has none).
 """
 
 from __future__ import annotations
@@ -19,10 +24,16 @@ from opentelemetry.sdk.metrics.export import (
     PeriodicExportingMetricReader,
 )
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from groundwire.emit import metric_views
+from groundwire.exporters._guard import (
+    ExportGuard,
+    GuardedMetricExporter,
+    GuardedSpanExporter,
+    probe_address,
+)
 from groundwire.exporters._jsonl import (
     JsonLinesFile,
     JsonLinesMetricExporter,
@@ -32,6 +43,7 @@ from groundwire.exporters._jsonl import (
 __all__ = [
     "DEFAULT_OUTPUT_PATH",
     "EXPORTER_CHOICES",
+    "CountingBatchSpanProcessor",
     "ExporterChoice",
     "build_meter_provider",
     "build_tracer_provider",
@@ -93,6 +105,34 @@ def choose_exporter(exporter: str, output_path: str | os.PathLike[str] | None) -
     return ExporterChoice(exporter)
 
 
+_GRPC_PORT = 4317
+_HTTP_PORT = 4318
+
+
+def _guard(signal: str, exporter: object, grpc: bool) -> ExportGuard:
+    """The guard of one OTLP exporter, probing the endpoint it sends to."""
+    endpoint = str(getattr(exporter, "_endpoint", "") or "")
+    address = probe_address(endpoint, default_port=_GRPC_PORT if grpc else _HTTP_PORT)
+    shown = endpoint if "://" in endpoint else f"{endpoint} (gRPC)"
+    return ExportGuard(f"OTLP {signal} endpoint {shown}", address)
+
+
+class CountingBatchSpanProcessor(BatchSpanProcessor):
+    """The SDK's BatchSpanProcessor, counting the sampled spans it was given, so that shutdown
+    can say how many never reached the endpoint (given minus exported)."""
+
+    def __init__(self, exporter: SpanExporter, **options: object) -> None:
+        super().__init__(exporter, **options)  # type: ignore[arg-type]
+        self.ended = 0
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Count the span (when it will be exported), then queue it as the SDK does."""
+        context = span.context
+        if context is not None and context.trace_flags.sampled:
+            self.ended += 1
+        super().on_end(span)
+
+
 def _span_exporter(choice: ExporterChoice, file: JsonLinesFile | None) -> SpanExporter | None:
     """The span exporter for the choice (None for `none`)."""
     if choice.kind == "file":
@@ -130,13 +170,28 @@ def _metric_exporter(choice: ExporterChoice, file: JsonLinesFile | None) -> Metr
 
 
 def build_tracer_provider(
-    resource: Resource, choice: ExporterChoice, file: JsonLinesFile | None = None
+    resource: Resource,
+    choice: ExporterChoice,
+    file: JsonLinesFile | None = None,
+    *,
+    guards: list[ExportGuard] | None = None,
 ) -> TracerProvider:
-    """An SDK tracer provider batching spans to the chosen exporter."""
-    provider = TracerProvider(resource=resource)
+    """An SDK tracer provider batching spans to the chosen exporter; the OTLP exporter's guard
+    is appended to `guards`."""
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     exporter = _span_exporter(choice, file)
-    if exporter is not None:
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+    if exporter is None:
+        return provider
+    guard = None
+    if choice.kind == "otlp":
+        guard = _guard("traces", exporter, otlp_protocol("traces") == "grpc")
+        exporter = GuardedSpanExporter(exporter, guard)
+    batch = CountingBatchSpanProcessor(exporter)
+    provider.add_span_processor(batch)
+    if guard is not None:
+        guard.given = lambda: batch.ended
+        if guards is not None:
+            guards.append(guard)
     return provider
 
 
@@ -145,6 +200,8 @@ def build_meter_provider(
     choice: ExporterChoice,
     file: JsonLinesFile | None = None,
     extra_readers: tuple[MetricReader, ...] = (),
+    *,
+    guards: list[ExportGuard] | None = None,
 ) -> tuple[MeterProvider, MetricReader | None]:
     """An SDK meter provider with explicit-bucket views, exporting periodically (and any extras).
 
@@ -154,7 +211,15 @@ def build_meter_provider(
     """
     readers: list[MetricReader] = list(extra_readers)
     exporter = _metric_exporter(choice, file)
+    if exporter is not None and choice.kind == "otlp":
+        guard = _guard("metrics", exporter, otlp_protocol("metrics") == "grpc")
+        exporter = GuardedMetricExporter(exporter, guard)
+        if guards is not None:
+            guards.append(guard)
     push = PeriodicExportingMetricReader(exporter) if exporter is not None else None
     if push is not None:
         readers.append(push)
-    return MeterProvider(resource=resource, metric_readers=readers, views=metric_views()), push
+    provider = MeterProvider(
+        resource=resource, metric_readers=readers, views=metric_views(), shutdown_on_exit=False
+    )
+    return provider, push

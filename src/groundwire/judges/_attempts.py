@@ -36,7 +36,8 @@ async def ask_until_valid(
     attempts: int,
 ) -> Asked[M]:
     """Ask up to `attempts` times while the reply is invalid; a failed call ends the loop at once
-    (the client already retried it). Never raises a `JudgeError`."""
+    (the client already retried it). Never raises a `JudgeError`; `JudgeUnreachableError` (the
+    breaker is open) passes through, so the evaluation is skipped rather than failed."""
     usage = Usage()
     error = "no attempt made"
     for attempt in range(1, attempts + 1):

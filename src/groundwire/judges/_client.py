@@ -4,6 +4,13 @@ One `JudgeClient` per configuration does the plumbing every judge evaluator need
 limit, a per-call timeout, retries with backoff on transient failures (honouring Retry-After),
 temperature 0, token accounting and a reply cache. Invalid replies are not retried here: the
 caller decides (the groundedness judges re-ask up to their own `max_retries`).
+
+A circuit breaker (`groundwire._breaker`) watches connection-level failures (refused, DNS, TLS,
+timeout): after `BREAKER_THRESHOLD` in a row the client stops calling for `BREAKER_COOLDOWN_S`
+and raises `JudgeUnreachableError` at once, which the evaluator boundary turns into a `skipped`
+score with reason `judge_unreachable`; then one call probes the server and, if it answers, calls
+resume. A server that answers, even with 429 or 5xx, is reachable: those keep the usual retries
+(and Retry-After).
 """
 
 from __future__ import annotations
@@ -17,20 +24,39 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from groundwire._breaker import CLOSED, HALF_OPEN, CircuitBreaker
+from groundwire._evaluator import SkipEvaluation
 from groundwire.judges._cache import DiskCache, MemoryCache, ResponseCache, cache_key
 from groundwire.judges._config import JudgeConfig
-from groundwire.judges._retry import backoff_delay, is_retryable, retry_after_s
+from groundwire.judges._retry import (
+    backoff_delay,
+    is_connection_error,
+    is_retryable,
+    retry_after_s,
+)
 
 __all__ = [
+    "BREAKER_COOLDOWN_S",
+    "BREAKER_THRESHOLD",
+    "JUDGE_UNREACHABLE",
     "InvalidJudgeOutputError",
     "JudgeCallError",
     "JudgeClient",
     "JudgeError",
     "JudgeReply",
+    "JudgeUnreachableError",
     "Usage",
 ]
 
 M = TypeVar("M", bound=BaseModel)
+
+BREAKER_THRESHOLD = 5
+"""Connection-level failures in a row (over all calls to one server) that open the breaker."""
+BREAKER_COOLDOWN_S = 30.0
+"""Seconds the client stops calling an unreachable judge before probing it again."""
+_PROBE_POLL_S = 0.02
+JUDGE_UNREACHABLE = "judge_unreachable"
+"""The skip reason (`Score.details["skip_reason"]`) of evaluations the open breaker skipped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +109,18 @@ class InvalidJudgeOutputError(JudgeError):
 
 class JudgeCallError(JudgeError):
     """The call itself failed: a non-retryable status, or retries exhausted."""
+
+
+class JudgeUnreachableError(SkipEvaluation):
+    """The judge server cannot be reached and the breaker is open: the evaluation is skipped.
+
+    Not a `JudgeError`, so that code catching judge errors per call lets it through to the
+    evaluator boundary, which records a `skipped` score (reason `judge_unreachable`).
+    """
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message, reason=JUDGE_UNREACHABLE)
+        self.usage = usage or Usage()
 
 
 class _LoopState:
@@ -154,11 +192,23 @@ class JudgeClient:
     `JudgeClient` works from `groundwire.evaluate()` in sync code and from a long-lived runner.
     """
 
-    def __init__(self, config: JudgeConfig, *, cache: ResponseCache | None = None) -> None:
+    def __init__(
+        self,
+        config: JudgeConfig,
+        *,
+        cache: ResponseCache | None = None,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
         if not isinstance(config, JudgeConfig):
             raise TypeError(f"config must be a JudgeConfig, got {type(config).__name__}")
         self.config = config
         self.cache: ResponseCache | None = cache if cache is not None else _build_cache(config)
+        self.breaker = breaker or CircuitBreaker(
+            f"judge server {config.base_url or 'api.openai.com'}",
+            threshold=BREAKER_THRESHOLD,
+            cooldown_s=BREAKER_COOLDOWN_S,
+        )
+        """Stops calls to a server that cannot be reached; shared by every use of this client."""
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )
@@ -196,7 +246,8 @@ class JudgeClient:
 
         `prompt_version` and `inputs` (everything the prompt was built from) form the cache key.
         Raises `InvalidJudgeOutputError` for a reply that does not validate and `JudgeCallError`
-        when the call fails; both carry the tokens spent.
+        when the call fails; both carry the tokens spent. Raises `JudgeUnreachableError` without
+        calling while the breaker is open (and when a failure opens it).
         """
         key = None
         if self.cache is not None:
@@ -211,8 +262,20 @@ class JudgeClient:
         usage = Usage()
         config = self.config
         for retry in range(config.max_retries + 1):
-            error, value, spent = await self._attempt(state, response_model, messages)
+            if not await self._admitted():
+                raise JudgeUnreachableError(self._unreachable(), usage)
+            try:
+                error, value, spent = await self._attempt(state, response_model, messages)
+            except BaseException:  # cancelled: no verdict on the server either way
+                self.breaker.abandon()
+                raise
             usage = usage + spent
+            if error is not None and is_connection_error(error):
+                self.breaker.failure(error)
+                if self.breaker.state != CLOSED:
+                    raise JudgeUnreachableError(self._unreachable(), usage) from error
+            else:
+                self.breaker.success()
             if value is not None:
                 if key is not None and self.cache is not None:
                     self.cache.set(key, value.model_dump_json())
@@ -236,6 +299,23 @@ class JudgeClient:
                 ) from error
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _admitted(self) -> bool:
+        """True when the breaker lets a call through. While another call probes the server,
+        wait for its verdict (up to one call timeout) rather than skip: the calls of one
+        evaluation (two judges, many claims) then recover together."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.timeout_s
+        while self.breaker.state == HALF_OPEN and loop.time() < deadline:
+            await asyncio.sleep(_PROBE_POLL_S)
+        return self.breaker.allow()
+
+    def _unreachable(self) -> str:
+        """The explanation put on skipped scores."""
+        return (
+            f"{self.breaker.name} is unreachable; judge calls are skipped until it answers "
+            f"(probed every {self.breaker.cooldown_s:.0f} s)"
+        )
 
     async def _attempt(
         self,

@@ -8,7 +8,7 @@ import json
 import random
 import time
 
-__all__ = ["backoff_delay", "is_retryable", "retry_after_s"]
+__all__ = ["backoff_delay", "is_connection_error", "is_retryable", "retry_after_s"]
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 
@@ -23,6 +23,14 @@ def is_retryable(error: BaseException) -> bool:
         return True
     # A body that is not JSON (a proxy's HTML error page, a truncated reply) is transient too.
     return isinstance(error, json.JSONDecodeError)
+
+
+def is_connection_error(error: BaseException) -> bool:
+    """True when the server could not be reached at all (refused, DNS, TLS, timeout): what the
+    judge's circuit breaker counts. Any answer, even 429 or 5xx, proves the server is there."""
+    import openai
+
+    return isinstance(error, openai.APIConnectionError | TimeoutError | ConnectionError)
 
 
 def retry_after_s(error: BaseException) -> float | None:

@@ -37,6 +37,7 @@ from groundwire._types import RagTurn, Score
 from groundwire.emit import Emitter, is_skipped
 from groundwire.runner._budget import TokenBudget
 from groundwire.runner._config import RunnerConfig
+from groundwire.runner._process import ProcessExecutor
 from groundwire.runner._sampling import trace_sampled
 from groundwire.runner._stats import RunnerStats, TurnCounters
 
@@ -45,6 +46,7 @@ __all__ = [
     "InlineResult",
     "background_thread_setup",
     "suppress_instrumentation",
+    "warm_up_evaluators",
 ]
 
 logger = logging.getLogger("groundwire.runner")
@@ -54,6 +56,8 @@ _IDLE_WAKE_S = 1.0
 _NICE = 10
 """Added to the nice value of groundwire's threads on Linux."""
 _MAX_ABANDONED_PER_WORKER = 4
+_JOIN_BUDGET_S = 0.1
+"""How long shutdown waits, in all, for the runner's threads to exit once the queue is done."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,26 @@ class _Slot:
 
 
 _NO_INLINE = InlineResult()
+_WARM_UP_TURN = RagTurn(
+    query="Where did the cat sit?",
+    contexts=["Once upon a time the cat sat on the mat, and the dog slept by the door."],
+    answer='The story says "the cat sat on the mat" and "the dog slept by the door".',
+)
+
+
+def warm_up_evaluators(evaluators: list[AnyEvaluator]) -> None:
+    """Run each of groundwire's own sync evaluators once on a small made-up turn, so that lazy
+    imports, index structures and the embedding model load now rather than on the first turns,
+    beside the app. Scores are discarded, nothing is counted; evaluators from other packages are
+    not called (their side effects are unknown)."""
+    for evaluator in evaluators:
+        if is_async_evaluator(evaluator) or not type(evaluator).__module__.startswith(
+            "groundwire."
+        ):
+            continue
+        outcome = run_evaluator(cast(Evaluator, evaluator), _WARM_UP_TURN)
+        if outcome.raised:
+            logger.debug("warm-up of %s raised; it will load on first use", evaluator.name)
 
 
 def suppress_instrumentation() -> None:
@@ -148,19 +172,35 @@ class BackgroundRunner:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._last_drop_log = 0.0
+        self.dropped_at_shutdown = (0, 0)
+        """(turns, evaluations) that shutdown's deadline cut, counted as dropped."""
         self._deferred: dict[str, int] = {}
         """Turns sampled out or dropped on the app's thread, counted in metrics by a worker."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
+        self._remote: ProcessExecutor | None = None
+        if config.executor == "process" and self._sync:
+            self._remote = ProcessExecutor(self._sync)
         emitter.metrics.watch_queue(self.queue_size)
         for _ in range(config.workers):
             self._start_worker()
-        if self._sync and self._timeout is not None:
+        if self._sync and self._timeout is not None and self._remote is None:
             self._spawn(self._watchdog, "groundwire-watchdog")
         if self._async:
             self._loop = asyncio.new_event_loop()
             self._semaphore = asyncio.Semaphore(config.async_concurrency)
             self._spawn(self._run_loop, "groundwire-async")
+
+    # --- warm-up ---------------------------------------------------------------------------------
+
+    def warm_up(self) -> float:
+        """Warm groundwire's own sync evaluators up (see `warm_up_evaluators`) where they will
+        run: here, or in the worker process (which does it itself when it starts, in the
+        background). Returns the seconds it took here."""
+        started = time.perf_counter()
+        inline = list(self.config.inline_evaluators)
+        warm_up_evaluators(inline if self._remote is not None else list(self.config.evaluators))
+        return time.perf_counter() - started
 
     # --- the app's thread ------------------------------------------------------------------------
 
@@ -298,6 +338,8 @@ class BackgroundRunner:
         if not job.planned and not self._plan(job):
             self._finish(job)
             return True
+        if self._remote is not None and job.next_sync < len(job.sync):
+            self._run_remote(job, self._remote)
         while job.next_sync < len(job.sync) and not job.done:
             evaluator = job.sync[job.next_sync]
             started = time.monotonic()
@@ -320,6 +362,24 @@ class BackgroundRunner:
             return True
         self._finish(job)
         return True
+
+    def _run_remote(self, job: _Job, remote: ProcessExecutor) -> None:
+        """Run the job's sync evaluators in the worker process (one round trip per turn)."""
+        evaluators = job.sync[job.next_sync :]
+        started = time.monotonic()
+        try:
+            outcomes = remote.evaluate([e.name for e in evaluators], job.turn, self._timeout)
+        except Exception as error:
+            if isinstance(error, TimeoutError):
+                error = TimeoutError(f"no result within {self._timeout} s")
+            failed = Score.failed
+            outcomes = [
+                EvaluationOutcome(failed(e.name, error), time.monotonic() - started, True)
+                for e in evaluators
+            ]
+        job.next_sync = len(job.sync)
+        for evaluator, outcome in zip(evaluators, outcomes, strict=True):
+            self._record(job, evaluator, outcome)
 
     def _plan(self, job: _Job) -> bool:
         """Apply the turn filter and per-evaluator rates; False when nothing is left to run."""
@@ -494,8 +554,12 @@ class BackgroundRunner:
                 self._cond.wait(remaining)
         return True
 
-    def shutdown(self, timeout_s: float = 30.0) -> bool:
-        """Stop taking turns, drain within `timeout_s`, count what is left as dropped."""
+    def shutdown(self, timeout_s: float = 30.0, *, report: bool = True) -> bool:
+        """Stop taking turns, drain within `timeout_s`, count what is left as dropped.
+
+        `report=False` leaves the warning about dropped work to the caller (`configure()`'s
+        shutdown says it once, with the telemetry that was not exported).
+        """
         with self._cond:
             if self._stopping:
                 return True
@@ -506,17 +570,29 @@ class BackgroundRunner:
             self._queue.clear()
             self._stopping = True
             self._cond.notify_all()
+        with self._cond:
+            evaluations = sum(len(job.pending) for job in leftovers if not job.done)
         for job in leftovers:
             self._finish(job, dropped=True)
         self._flush_deferred()
-        if leftovers:
-            logger.warning("shutdown deadline passed: %d turns counted as dropped", len(leftovers))
+        self.dropped_at_shutdown = (len(leftovers), evaluations)
+        if leftovers and report:
+            logger.warning(
+                "shutdown deadline %g s: %d turns (%d evaluations) not finished, counted as "
+                "dropped",
+                timeout_s,
+                len(leftovers),
+                evaluations,
+            )
         self._stop.set()
+        if self._remote is not None:
+            self._remote.close()
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._cancel_and_stop)
-        for thread in self._threads:
+        joined_by = time.monotonic() + _JOIN_BUDGET_S  # one budget for all: a hung call's
+        for thread in self._threads:  # thread is abandoned, never waited for one by one
             if thread is not threading.current_thread():
-                thread.join(0.2)
+                thread.join(max(0.0, joined_by - time.monotonic()))
         return drained
 
     def _cancel_and_stop(self) -> None:

@@ -43,6 +43,9 @@ class RunnerConfig:
     workers: int = 2
     async_concurrency: int = 8
     evaluator_timeout_s: float | None = 30.0
+    executor: str = "threads"
+    """Where sync evaluators run: `threads` (the runner's worker threads) or `process` (one
+    worker process, off the app's GIL; see `groundwire.runner._process`)."""
 
     def __post_init__(self) -> None:
         """Validate every option; errors name the option."""
@@ -85,6 +88,11 @@ class RunnerConfig:
         ):
             raise ValueError(
                 f"evaluator_timeout_s must be a positive number or None, got {timeout!r}"
+            )
+
+        if self.executor not in ("threads", "process"):
+            raise ValueError(
+                f"executor must be one of ['threads', 'process'], got {self.executor!r}"
             )
 
     def by_name(self, name: str) -> AnyEvaluator:

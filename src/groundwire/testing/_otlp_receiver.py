@@ -367,12 +367,14 @@ class OtlpHttpReceiver(_Collector):
 
     `delay_s` holds each response (a slow collector); `status` other than 200 answers every post
     with that status and collects nothing (a failing collector). Both may change while running.
+    `port` 0 (the default) lets the OS choose; a given port brings a collector back where it was.
     """
 
-    def __init__(self, *, delay_s: float = 0.0, status: int = 200) -> None:
+    def __init__(self, *, delay_s: float = 0.0, status: int = 200, port: int = 0) -> None:
         super().__init__()
         self.delay_s = delay_s
         self.status = status
+        self._requested_port = port
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -391,7 +393,7 @@ class OtlpHttpReceiver(_Collector):
                 """Keep the test output quiet."""
                 return
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self._requested_port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="otlp-http-receiver", daemon=True
@@ -517,12 +519,14 @@ class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
 
 
 class OtlpGrpcReceiver(_Collector):
-    """An OTLP/gRPC receiver (trace, metrics and logs services) on 127.0.0.1, without TLS."""
+    """An OTLP/gRPC receiver (trace, metrics and logs services) on 127.0.0.1, without TLS; `port`
+    0 (the default) lets the OS choose."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, port: int = 0) -> None:
         super().__init__()
         self._server: Any = None
         self._port = 0
+        self._requested_port = port
 
     def start(self) -> Self:
         """Bind a free port and serve."""
@@ -533,7 +537,7 @@ class OtlpGrpcReceiver(_Collector):
         add_metrics(_MetricsService(self), server)  # type: ignore[no-untyped-call]
         add_logs = logs_service_pb2_grpc.add_LogsServiceServicer_to_server
         add_logs(_LogsService(self), server)  # type: ignore[no-untyped-call]
-        self._port = server.add_insecure_port("127.0.0.1:0")
+        self._port = server.add_insecure_port(f"127.0.0.1:{self._requested_port}")
         server.start()
         self._server = server
         return self

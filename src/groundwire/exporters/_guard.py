@@ -1,0 +1,256 @@
+"""Exporters that never hold the app: a circuit breaker for an unreachable endpoint, a deadline
+for shutdown, and counts of what was exported and what was not.
+
+`GuardedSpanExporter` and `GuardedMetricExporter` wrap the SDK's OTLP exporters in the providers
+groundwire builds. While the endpoint answers, they add nothing but a counter. When an export
+fails and the endpoint refuses TCP connections (a Collector being redeployed, a wrong network
+policy, a laptop offline), the breaker (`groundwire._breaker`) opens: later batches are dropped at
+once and counted instead of each waiting through the exporter's full retry series, one warning
+says so, and every few seconds one batch probes the endpoint (a TCP connect first, then the real
+export), so export resumes by itself when the Collector is back. During shutdown the guard knows
+the deadline: the exporter's own timeout is capped to what is left, and nothing is sent after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from groundwire._breaker import CLOSED, CircuitBreaker
+
+__all__ = [
+    "EXPORT_BREAKER_COOLDOWN_S",
+    "ExportGuard",
+    "GuardedMetricExporter",
+    "GuardedSpanExporter",
+    "probe_address",
+]
+
+logger = logging.getLogger("groundwire")
+
+EXPORT_BREAKER_COOLDOWN_S = 5.0
+"""Seconds between probes of an unreachable OTLP endpoint."""
+_PROBE_TIMEOUT_S = 1.0
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def probe_address(endpoint: str, *, default_port: int) -> tuple[str, int] | None:
+    """The host and port a TCP probe of `endpoint` connects to; None when a proxy stands in
+    the way (the proxy, not the endpoint, would answer) or the endpoint cannot be parsed."""
+    text = endpoint if "://" in endpoint else f"//{endpoint}"
+    try:
+        parts = urlsplit(text)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    proxied = parts.scheme in _DEFAULT_PORTS and urllib.request.getproxies().get(parts.scheme)
+    if proxied and not urllib.request.proxy_bypass(host):
+        return None
+    return host, port or _DEFAULT_PORTS.get(parts.scheme, default_port)
+
+
+def _reachable(address: tuple[str, int], timeout_s: float) -> bool:
+    """True when a TCP connection to `address` opens within `timeout_s`."""
+    try:
+        with socket.create_connection(address, timeout=max(timeout_s, 0.01)):
+            return True
+    except OSError:
+        return False
+
+
+def _cap_timeout(exporter: Any, seconds: float) -> None:
+    """Cap an OTLP exporter's per-export timeout (its retry series) to `seconds`, where the
+    SDK keeps it (1.45: `_client._timeout` over HTTP, `_timeout` over gRPC); best effort: the
+    shutdown deadline does not depend on it (the call runs where it can be abandoned)."""
+    for owner in (getattr(exporter, "_client", None), exporter):
+        current = getattr(owner, "_timeout", None)
+        if owner is None:
+            continue
+        if isinstance(current, int | float) and not isinstance(current, bool):
+            with contextlib.suppress(AttributeError, TypeError):
+                owner._timeout = max(min(float(current), seconds), 0.001)
+            return
+
+
+class ExportGuard:
+    """The breaker, the deadline and the counts of one exporter; thread-safe."""
+
+    def __init__(
+        self, name: str, address: tuple[str, int] | None, breaker: CircuitBreaker | None = None
+    ) -> None:
+        self.name = name
+        self.address = address
+        """Where a TCP probe connects (None: no probe; every failed export counts)."""
+        self.breaker = breaker or CircuitBreaker(
+            name, threshold=1, cooldown_s=EXPORT_BREAKER_COOLDOWN_S
+        )
+        self._lock = threading.Lock()
+        self.exported = 0
+        """Items (spans, metric batches) the endpoint accepted."""
+        self.not_exported = 0
+        """Items given to the exporter that did not reach the endpoint (failed or skipped)."""
+        self.deadline: float | None = None
+        """`time.monotonic()` after which nothing is sent (set by shutdown)."""
+        self.given: Callable[[], int] | None = None
+        """Items handed to the batch processor in front of the exporter, when it counts them."""
+        self.kind = "spans" if "traces" in name else "metric exports"
+        """What the counts count, for log lines."""
+        self.abort: Callable[[], None] | None = None
+        """Stops the wrapped exporter's retry waits (its `shutdown`), set by the wrapper."""
+
+    def close_by(self, deadline: float) -> None:
+        """Shutdown begins: nothing is sent after `deadline`, and an endpoint that refuses
+        connections now is not waited for (an export in its retry series is stopped)."""
+        self.deadline = deadline
+        if self.address is None:
+            return
+        if not _reachable(self.address, min(_PROBE_TIMEOUT_S, deadline - time.monotonic())):
+            self.breaker.failure(f"connection to {self.address[0]}:{self.address[1]} failed")
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop the wrapped exporter's retry waits now (shutdown's deadline passed)."""
+        if self.abort is not None:
+            try:
+                self.abort()
+            except Exception:
+                logger.debug("could not stop the exporter", exc_info=True)
+
+    def unsent(self) -> int:
+        """Items that have not reached the endpoint: handed over minus exported when the batch
+        processor counts (covers its queue and its drops), else the failed and skipped ones."""
+        if self.given is not None:
+            return max(self.given() - self.exported, 0)
+        return self.not_exported
+
+    def admit(self) -> bool:
+        """True when an export may be attempted now (the breaker, the probe and the deadline)."""
+        remaining = None if self.deadline is None else self.deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return False
+        if not self.breaker.allow():
+            return False
+        probing = self.breaker.state != CLOSED or remaining is not None
+        if probing and self.address is not None:
+            timeout = _PROBE_TIMEOUT_S if remaining is None else min(_PROBE_TIMEOUT_S, remaining)
+            if not _reachable(self.address, timeout):
+                self.breaker.failure(f"connection to {self.address[0]}:{self.address[1]} failed")
+                return False
+        return True
+
+    def remaining_s(self) -> float | None:
+        """Seconds left before the deadline (None when there is none)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def settle(self, ok: bool, count: int) -> None:
+        """Record an export's result; a failure against a refusing endpoint opens the breaker."""
+        with self._lock:
+            if ok:
+                self.exported += count
+            else:
+                self.not_exported += count
+        if ok:
+            self.breaker.success()
+        elif self.address is None or not _reachable(self.address, _PROBE_TIMEOUT_S):
+            self.breaker.failure("export failed and the endpoint refuses connections")
+        else:
+            self.breaker.success()  # it answered (an error status): reachable, not an outage
+
+    def skip(self, count: int) -> None:
+        """Count items dropped without an attempt (breaker open or deadline passed)."""
+        with self._lock:
+            self.not_exported += count
+
+
+class GuardedSpanExporter(SpanExporter):
+    """A span exporter behind an `ExportGuard`."""
+
+    def __init__(self, inner: SpanExporter, guard: ExportGuard) -> None:
+        self.inner = inner
+        self.guard = guard
+        self._shut = False
+        guard.abort = self.shutdown
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Export unless the endpoint is known to be down or the deadline passed."""
+        if not self.guard.admit():
+            self.guard.skip(len(spans))
+            return SpanExportResult.FAILURE
+        remaining = self.guard.remaining_s()
+        if remaining is not None:
+            _cap_timeout(self.inner, remaining)
+        try:
+            result = self.inner.export(spans)
+        except Exception:
+            logger.debug("span export raised", exc_info=True)
+            result = SpanExportResult.FAILURE
+        self.guard.settle(result is SpanExportResult.SUCCESS, len(spans))
+        return result
+
+    def shutdown(self) -> None:
+        """Shut the wrapped exporter once (it also stops any retry wait in progress)."""
+        if not self._shut:
+            self._shut = True
+            self.inner.shutdown()
+        self.guard.deadline = self.guard.deadline or time.monotonic()  # nothing more to send
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Flush the wrapped exporter."""
+        return self.inner.force_flush(timeout_millis)
+
+
+class GuardedMetricExporter(MetricExporter):
+    """A metric exporter behind an `ExportGuard` (counts are export batches, not points)."""
+
+    def __init__(self, inner: MetricExporter, guard: ExportGuard) -> None:
+        super().__init__(
+            preferred_temporality=inner._preferred_temporality,
+            preferred_aggregation=inner._preferred_aggregation,
+        )
+        self.inner = inner
+        self.guard = guard
+        self._shut = False
+        guard.abort = self.shutdown
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        """Export unless the endpoint is known to be down or the deadline passed."""
+        if not self.guard.admit():
+            self.guard.skip(1)
+            return MetricExportResult.FAILURE
+        remaining = self.guard.remaining_s()
+        if remaining is not None:
+            _cap_timeout(self.inner, remaining)
+            timeout_millis = min(timeout_millis, max(remaining, 0.001) * 1000)
+        try:
+            result = self.inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+        except Exception:
+            logger.debug("metric export raised", exc_info=True)
+            result = MetricExportResult.FAILURE
+        self.guard.settle(result is MetricExportResult.SUCCESS, 1)
+        return result
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        """Flush the wrapped exporter."""
+        return self.inner.force_flush(timeout_millis=timeout_millis)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        """Shut the wrapped exporter once."""
+        if not self._shut:
+            self._shut = True
+            self.inner.shutdown(timeout_millis=timeout_millis, **kwargs)
+        self.guard.deadline = self.guard.deadline or time.monotonic()  # nothing more to send
