@@ -211,7 +211,10 @@ def _scan(
             except ValueError:
                 continue
             after = at + prefix + size
-            if nonempty(value) and _followed(buffer, after, candidate, decode, nonempty):
+            at_start = buffer.base + at == 0  # a whole message right at the start is enough
+            if nonempty(value) and (
+                at_start or _followed(buffer, after, candidate, decode, nonempty, hops=2)
+            ):
                 return candidate, prefix, size, value
         buffer.pos += 1
     return None
@@ -223,8 +226,13 @@ def _followed(
     framing: Framing,
     decode: Callable[[bytes], T],
     nonempty: Callable[[T], bool],
+    hops: int,
 ) -> bool:
-    """True when a frame with records (or the end of the file, even inside a frame) is at `at`."""
+    """True when a frame with records (or the end of the file, even inside a frame) is at `at`.
+
+    With `hops` > 1, a plausible frame that does not decode may stand between (a damaged
+    neighbour must not cost a good message its place).
+    """
     if not buffer.fill(1, at):
         return True
     header = _header_at(buffer, at, framing)
@@ -238,5 +246,12 @@ def _followed(
     try:
         value = decode(bytes(buffer.data[at + prefix : at + prefix + size]))
     except ValueError:
-        return False
-    return nonempty(value)
+        value = None
+    if value is not None and nonempty(value):
+        return True
+    plausible = size > 0 and buffer.data[at + prefix] == _FIRST_FIELD
+    return (
+        hops > 1
+        and plausible
+        and _followed(buffer, at + prefix + size, framing, decode, nonempty, hops - 1)
+    )

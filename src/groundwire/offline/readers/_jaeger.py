@@ -226,7 +226,8 @@ def _items(text: _Text, *, closed: bool, limit: int) -> Iterator[tuple[int, Any,
                 value, end = decoder.raw_decode(text.buffer, text.pos)
             except json.JSONDecodeError as error:
                 if len(text.buffer) - text.pos > limit:
-                    yield text.line_at(text.pos), None, f"trace longer than {limit:,} characters"
+                    line = text.line_at(text.pos)
+                    yield line, None, f"trace longer than {limit:,} characters (the record limit)"
                     if not _resync(text, text.pos + 1):
                         return
                     break
@@ -243,8 +244,12 @@ def _items(text: _Text, *, closed: bool, limit: int) -> Iterator[tuple[int, Any,
                     return
                 break
             line = text.line_at(text.pos)
+            size = end - text.pos
             text.pos = end
-            yield line, value, None
+            if size > limit:
+                yield line, None, f"trace longer than {limit:,} characters (the record limit)"
+            else:
+                yield line, value, None
             break
 
 
