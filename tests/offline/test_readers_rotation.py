@@ -4,6 +4,7 @@ reported with its place and skipped; format detection does not hang on the first
 from __future__ import annotations
 
 import io
+import random
 import json
 from pathlib import Path
 
@@ -174,3 +175,16 @@ def test_explicit_format_that_the_file_contradicts_names_the_detected_one(
         list(read_spans([path], Problems(), fmt="jaeger"))
     assert caught.value.detected == "otlp-json" and caught.value.requested == "jaeger"
     assert str(caught.value).startswith(f"{path} is OTLP/JSON (otlp-json), not Jaeger JSON")
+
+
+def test_random_bytes_are_one_report_naming_the_stretch(tmp_path: Path) -> None:
+    """A file of random bytes (looks binary, so protobuf) is scanned for messages and reported
+    once with its size; nothing is read from it."""
+    path = tmp_path / "noise.bin"
+    path.write_bytes(random.Random(7).randbytes(256 * 1024))
+    ids, problems, messages = _read(path)
+    assert ids == [] and problems.stats.bad_records == 1
+    assert messages == [
+        f"groundwire: {path}@0 (message 1): skipped: 262,144 bytes: no whole message (cut by "
+        "log rotation, or damaged), up to the end of the file"
+    ]
