@@ -4,8 +4,8 @@ reported with its place and skipped; format detection does not hang on the first
 from __future__ import annotations
 
 import io
-import random
 import json
+import random
 from pathlib import Path
 
 import pytest
