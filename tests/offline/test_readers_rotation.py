@@ -188,3 +188,14 @@ def test_random_bytes_are_one_report_naming_the_stretch(tmp_path: Path) -> None:
         f"groundwire: {path}@0 (message 1): skipped: 262,144 bytes: no whole message (cut by "
         "log rotation, or damaged), up to the end of the file"
     ]
+
+
+def test_a_damaged_jaeger_wrapper_still_reads_the_traces(spans: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """`{"data": Z{...` (one flipped byte, found by the long fuzz run): the wrapper is reported,
+    every trace after it is read."""
+    text = write_jaeger_api(spans, tmp_path / "api.json").read_text()
+    path = tmp_path / "wrapper.json"
+    path.write_text(text.replace('"data": [', '"data": Z', 1))
+    ids, problems, messages = _read(path)
+    assert len(ids) == 36 and problems.stats.bad_records == 1
+    assert messages[0].startswith(f"groundwire: {path}:1: skipped: the 'data' field holds no")

@@ -219,7 +219,7 @@ def _items(text: _Text, *, closed: bool, limit: int) -> Iterator[tuple[int, Any,
                     yield text.line_at(text.pos), None, "the 'data' array is not closed"
                 return
             continue
-        if closed and text.buffer[text.pos] == "]":
+        if text.buffer[text.pos] == "]":  # the data array's end (also when read on into it)
             return
         while True:
             try:
@@ -274,7 +274,9 @@ def _top_level(text: _Text) -> tuple[str, str | None]:
         if text.buffer[first.end() : first.end() + 1] == "[":
             text.pos = first.end() + 1
             return "array", None
-        raise ValueError("the 'data' field holds no list of traces")
+        if not _resync(text, first.end()):  # an error response, or a damaged wrapper
+            raise ValueError("the 'data' field holds no list of traces")
+        return "values", "the 'data' field holds no list of traces (damaged?)"
     if head.startswith("{"):
         while True:
             match = _DATA_ARRAY.search(text.buffer)
