@@ -240,9 +240,7 @@ def _field_ones(data: bytearray, at: int, end: int) -> bool:
     return at == end
 
 
-def _starts(
-    buffer: _Buffer, body: int, framings: tuple[Framing, ...]
-) -> list[tuple[int, Framing]]:
+def _starts(buffer: _Buffer, body: int, framings: tuple[Framing, ...]) -> list[tuple[int, Framing]]:
     """Offsets (not before `buffer.pos`) where a size prefix ending just before `body` starts."""
     data, lowest = buffer.data, buffer.pos
     starts: list[tuple[int, Framing]] = []
