@@ -199,3 +199,19 @@ def test_a_damaged_jaeger_wrapper_still_reads_the_traces(spans: list, tmp_path: 
     ids, problems, messages = _read(path)
     assert len(ids) == 36 and problems.stats.bad_records == 1
     assert messages[0].startswith(f"groundwire: {path}:1: skipped: the 'data' field holds no")
+
+
+def test_binary_garbage_before_json_lines_does_not_make_it_protobuf(
+    spans: list,  # type: ignore[type-arg]
+    tmp_path: Path,
+) -> None:
+    """A stretch of binary garbage (control bytes) before OTLP/JSON lines: the lines that parse
+    decide the format, so the garbage is one bad line and every record after it is read."""
+    good = write_groundwire_jsonl(spans, tmp_path / "good.jsonl", batch=3).read_bytes()
+    noise = bytes(b for b in random.Random(3).randbytes(20_000) if b != 0x0A)
+    path = tmp_path / "noisy.jsonl"
+    path.write_bytes(noise + b"\n" + good)
+    with open_source(path) as source:
+        assert detect_format(source) == "otlp-json"
+    ids, problems, _ = _read(path)
+    assert len(ids) == 36 and problems.stats.bad_records == 1
