@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,43 @@ def test_explicit_format_that_the_file_contradicts_names_the_detected_one(
         list(read_spans([path], Problems(), fmt="jaeger"))
     assert caught.value.detected == "otlp-json" and caught.value.requested == "jaeger"
     assert str(caught.value).startswith(f"{path} is OTLP/JSON (otlp-json), not Jaeger JSON")
+
+
+def test_random_bytes_are_one_report_naming_the_stretch(tmp_path: Path) -> None:
+    """A file of random bytes (looks binary, so protobuf) is scanned for messages and reported
+    once with its size; nothing is read from it."""
+    path = tmp_path / "noise.bin"
+    path.write_bytes(random.Random(7).randbytes(256 * 1024))
+    ids, problems, messages = _read(path)
+    assert ids == [] and problems.stats.bad_records == 1
+    assert messages == [
+        f"groundwire: {path}@0 (message 1): skipped: 262,144 bytes: no whole message (cut by "
+        "log rotation, or damaged), up to the end of the file"
+    ]
+
+
+def test_a_damaged_jaeger_wrapper_still_reads_the_traces(spans: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """`{"data": Z{...` (one flipped byte, found by the long fuzz run): the wrapper is reported,
+    every trace after it is read."""
+    text = write_jaeger_api(spans, tmp_path / "api.json").read_text()
+    path = tmp_path / "wrapper.json"
+    path.write_text(text.replace('"data": [', '"data": Z', 1))
+    ids, problems, messages = _read(path)
+    assert len(ids) == 36 and problems.stats.bad_records == 1
+    assert messages[0].startswith(f"groundwire: {path}:1: skipped: the 'data' field holds no")
+
+
+def test_binary_garbage_before_json_lines_does_not_make_it_protobuf(
+    spans: list,  # type: ignore[type-arg]
+    tmp_path: Path,
+) -> None:
+    """A stretch of binary garbage (control bytes) before OTLP/JSON lines: the lines that parse
+    decide the format, so the garbage is one bad line and every record after it is read."""
+    good = write_groundwire_jsonl(spans, tmp_path / "good.jsonl", batch=3).read_bytes()
+    noise = bytes(b for b in random.Random(3).randbytes(20_000) if b != 0x0A)
+    path = tmp_path / "noisy.jsonl"
+    path.write_bytes(noise + b"\n" + good)
+    with open_source(path) as source:
+        assert detect_format(source) == "otlp-json"
+    ids, problems, _ = _read(path)
+    assert len(ids) == 36 and problems.stats.bad_records == 1

@@ -1,11 +1,12 @@
 """Telling trace file formats apart from their first records (after decompression).
 
 Not from the first line alone: a first line cut by log rotation, a stray line of garbage or the
-NUL bytes `copytruncate` leaves must not decide. In order: bytes that JSON text never holds
-(control characters other than NUL and whitespace) mean OTLP protobuf; else the first complete
-lines that parse as JSON decide (OTLP/JSON requests or Jaeger traces); else the first JSON keys
-that only one format uses (`"resourceSpans"`, `"traceId"` vs. Jaeger's `"traceID"`,
-`"operationName"`); else the file name's extension; else the file is none of the formats.
+NUL bytes `copytruncate` leaves must not decide. In order: the first complete lines that parse as
+JSON records decide (OTLP/JSON requests or Jaeger traces); else bytes that JSON text never holds
+(control characters other than NUL and whitespace: at least 1 in 100, or any when no JSON key is
+seen) mean OTLP protobuf; else the first JSON keys that only one format uses (`"resourceSpans"`,
+`"traceId"` vs. Jaeger's `"traceID"`, `"operationName"`); else the file name's extension; else
+the file is none of the formats.
 """
 
 from __future__ import annotations
@@ -80,11 +81,26 @@ def _sample(source: SourceFile) -> bytes:
     return stream.peek(_SAMPLE)[:_SAMPLE]
 
 
+def _vote(value: object) -> TraceFormat | None:
+    """The format one parsed JSON record belongs to, if it shows one."""
+    if isinstance(value, list):
+        first = value[0] if value else None
+        return "jaeger" if isinstance(first, dict) and _JAEGER_TOP.intersection(first) else None
+    if not isinstance(value, dict):
+        return None
+    if _OTLP_SIGNALS.intersection(value):
+        return "otlp-json"
+    if _JAEGER_TOP.intersection(value):
+        return "jaeger"
+    return None
+
+
 def _from_records(sample: bytes) -> TraceFormat | None:
-    """The format of the first complete lines that parse as JSON records, if any does."""
+    """The format most of the first complete lines that parse as JSON records show, if any."""
     lines = sample.split(b"\n")
     if len(lines) > 1:
         lines = lines[:-1]  # the last piece may be cut by the sample's end
+    votes: dict[TraceFormat, int] = {}
     for line in lines[:_LINES]:
         if not line.strip():
             continue
@@ -92,15 +108,10 @@ def _from_records(sample: bytes) -> TraceFormat | None:
             value = json.loads(line)
         except (ValueError, RecursionError):
             continue
-        if isinstance(value, list):
-            return "jaeger"
-        if not isinstance(value, dict):
-            continue
-        if _OTLP_SIGNALS.intersection(value):
-            return "otlp-json"
-        if _JAEGER_TOP.intersection(value):
-            return "jaeger"
-    return None
+        found = _vote(value)
+        if found is not None:
+            votes[found] = votes.get(found, 0) + 1
+    return max(votes.items(), key=lambda item: item[1])[0] if votes else None
 
 
 def _from_keys(sample: bytes) -> TraceFormat | None:
@@ -125,9 +136,15 @@ def _from_name(path: Path) -> TraceFormat | None:
 def sniff_format(source: SourceFile) -> TraceFormat | None:
     """The format the content shows (records, keys, binary bytes); None when it shows none."""
     sample = _sample(source).lstrip(b"\xef\xbb\xbf")
-    if _BINARY.search(sample):
+    found = _from_records(sample)
+    if found is not None:
+        return found
+    keys = _from_keys(sample)
+    controls = len(_BINARY.findall(sample))
+    # Protobuf is full of control bytes (tags, sizes); JSON text has none, unless damaged.
+    if controls and (keys is None or controls * 100 >= len(sample)):
         return "otlp-proto"
-    return _from_records(sample) or _from_keys(sample)
+    return keys
 
 
 def detect_format(source: SourceFile) -> TraceFormat:

@@ -26,6 +26,8 @@ _MAX_MESSAGE: Final = 1 << 30
 _SCAN_MAX: Final = 64 << 20
 """While scanning for the next frame, larger sizes are not considered (real ones are smaller)."""
 _FIRST_FIELD: Final = 0x0A
+_LONGEST_PREFIX: Final = 10
+"""A varint size takes at most 10 bytes; the fixed32 one 4."""
 """Every OTLP `*Data` message starts with field 1 (its resource list), length-delimited."""
 _CHUNK: Final = 1 << 20
 _NO_MESSAGE: Final = "no whole message (cut by log rotation, or damaged)"
@@ -76,12 +78,15 @@ class _Buffer:
         """The stream offset of `pos`."""
         return self.base + self.pos
 
-    def compact(self) -> None:
-        """Forget the consumed bytes once there are many (indices held before this go stale)."""
-        if self.pos > _CHUNK:
-            del self.data[: self.pos]
-            self.base += self.pos
-            self.pos = 0
+    def compact(self) -> int:
+        """Forget the consumed bytes once there are many; returns how far indices moved."""
+        if self.pos <= _CHUNK:
+            return 0
+        moved = self.pos
+        del self.data[:moved]
+        self.base += moved
+        self.pos = 0
+        return moved
 
     def fill(self, count: int, at: int | None = None) -> bool:
         """Make `count` bytes from `at` (default `pos`) available; False if the file is shorter."""
@@ -192,28 +197,92 @@ def _scan(
     nonempty: Callable[[T], bool],
     max_size: int,
 ) -> tuple[Framing, int, int, T] | None:
-    """Advance `buffer.pos` to the next offset where a frame decodes and is followed by one."""
+    """Advance `buffer.pos` to the next offset where a frame decodes and is followed by one.
+
+    A frame's body starts with the byte 0x0A, so only offsets up to 10 bytes (the longest size
+    prefix) before such a byte are tried: the scan jumps from one 0x0A to the next.
+    """
     framings: tuple[Framing, ...] = (framing,) if framing else ("fixed32", "varint")
-    while buffer.fill(1):
-        buffer.compact()
-        at = buffer.pos
-        for candidate in framings:
-            header = _header_at(buffer, at, candidate)
-            if header is None:
-                continue
-            prefix, size = header
-            if not 0 < size <= max_size or not buffer.fill(prefix + 1, at):
-                continue
-            if buffer.data[at + prefix] != _FIRST_FIELD or not buffer.fill(prefix + size, at):
-                continue
-            try:
-                value = decode(bytes(buffer.data[at + prefix : at + prefix + size]))
-            except ValueError:
-                continue
-            after = at + prefix + size
-            if nonempty(value) and _followed(buffer, after, candidate, decode, nonempty):
-                return candidate, prefix, size, value
-        buffer.pos += 1
+    search = buffer.pos + 1
+    while True:
+        search -= buffer.compact()
+        first = buffer.data.find(_FIRST_FIELD, search)
+        if first < 0:
+            if buffer.eof:
+                return None
+            buffer.pos = max(buffer.pos, len(buffer.data) - _LONGEST_PREFIX)
+            search = len(buffer.data)
+            buffer.fill(buffer.available(buffer.pos) + 1)
+            continue
+        for at, candidate in _starts(buffer, first, framings):
+            found = _candidate(buffer, at, first, (candidate,), decode, nonempty, max_size)
+            if found is not None:
+                buffer.pos = at
+                return found
+        search = first + 1
+        buffer.pos = max(buffer.pos, search - _LONGEST_PREFIX)
+
+
+def _field_ones(data: bytearray, at: int, end: int) -> bool:
+    """True when `data[at:end]` is a run of length-delimited field-1 entries ending at `end`.
+
+    What every OTLP `*Data` message is at its top level; checked in a few steps (one per
+    resource group) before a candidate is copied and decoded, which random bytes almost never
+    pass.
+    """
+    while at < end:
+        if data[at] != _FIRST_FIELD:
+            return False
+        header = _header(data, at + 1, "varint")
+        if header is None:
+            return False
+        at += 1 + header[0] + header[1]
+    return at == end
+
+
+def _starts(buffer: _Buffer, body: int, framings: tuple[Framing, ...]) -> list[tuple[int, Framing]]:
+    """Offsets (not before `buffer.pos`) where a size prefix ending just before `body` starts."""
+    data, lowest = buffer.data, buffer.pos
+    starts: list[tuple[int, Framing]] = []
+    if "fixed32" in framings and body - 4 >= lowest:
+        starts.append((body - 4, "fixed32"))
+    if "varint" in framings and body - 1 >= lowest and data[body - 1] < 0x80:
+        at = body - 1
+        starts.append((at, "varint"))
+        while at - 1 >= max(lowest, body - _LONGEST_PREFIX) and data[at - 1] >= 0x80:
+            at -= 1
+            starts.append((at, "varint"))  # a longer varint ending at the same byte
+    return sorted(starts)
+
+
+def _candidate(
+    buffer: _Buffer,
+    at: int,
+    body: int,
+    framings: tuple[Framing, ...],
+    decode: Callable[[bytes], T],
+    nonempty: Callable[[T], bool],
+    max_size: int,
+) -> tuple[Framing, int, int, T] | None:
+    """The frame at `at` whose body starts at `body`, if one decodes there and is followed."""
+    for framing in framings:
+        header = _header_at(buffer, at, framing)
+        if header is None or at + header[0] != body:
+            continue
+        prefix, size = header
+        if not 0 < size <= max_size or not buffer.fill(prefix + size, at):
+            continue
+        if not _field_ones(buffer.data, body, body + size):
+            continue
+        try:
+            value = decode(bytes(buffer.data[body : body + size]))
+        except ValueError:
+            continue
+        at_start = buffer.base + at == 0  # a whole message right at the start is enough
+        if nonempty(value) and (
+            at_start or _followed(buffer, body + size, framing, decode, nonempty, hops=2)
+        ):
+            return framing, prefix, size, value
     return None
 
 
@@ -223,8 +292,13 @@ def _followed(
     framing: Framing,
     decode: Callable[[bytes], T],
     nonempty: Callable[[T], bool],
+    hops: int,
 ) -> bool:
-    """True when a frame with records (or the end of the file, even inside a frame) is at `at`."""
+    """True when a frame with records (or the end of the file, even inside a frame) is at `at`.
+
+    With `hops` > 1, a plausible frame that does not decode may stand between (a damaged
+    neighbour must not cost a good message its place).
+    """
     if not buffer.fill(1, at):
         return True
     header = _header_at(buffer, at, framing)
@@ -238,5 +312,12 @@ def _followed(
     try:
         value = decode(bytes(buffer.data[at + prefix : at + prefix + size]))
     except ValueError:
-        return False
-    return nonempty(value)
+        value = None
+    if value is not None and nonempty(value):
+        return True
+    plausible = size > 0 and buffer.data[at + prefix] == _FIRST_FIELD
+    return (
+        hops > 1
+        and plausible
+        and _followed(buffer, at + prefix + size, framing, decode, nonempty, hops - 1)
+    )

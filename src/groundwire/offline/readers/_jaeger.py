@@ -219,14 +219,15 @@ def _items(text: _Text, *, closed: bool, limit: int) -> Iterator[tuple[int, Any,
                     yield text.line_at(text.pos), None, "the 'data' array is not closed"
                 return
             continue
-        if closed and text.buffer[text.pos] == "]":
+        if text.buffer[text.pos] == "]":  # the data array's end (also when read on into it)
             return
         while True:
             try:
                 value, end = decoder.raw_decode(text.buffer, text.pos)
             except json.JSONDecodeError as error:
                 if len(text.buffer) - text.pos > limit:
-                    yield text.line_at(text.pos), None, f"trace longer than {limit:,} characters"
+                    line = text.line_at(text.pos)
+                    yield line, None, f"trace longer than {limit:,} characters (the record limit)"
                     if not _resync(text, text.pos + 1):
                         return
                     break
@@ -243,8 +244,12 @@ def _items(text: _Text, *, closed: bool, limit: int) -> Iterator[tuple[int, Any,
                     return
                 break
             line = text.line_at(text.pos)
+            size = end - text.pos
             text.pos = end
-            yield line, value, None
+            if size > limit:
+                yield line, None, f"trace longer than {limit:,} characters (the record limit)"
+            else:
+                yield line, value, None
             break
 
 
@@ -269,7 +274,9 @@ def _top_level(text: _Text) -> tuple[str, str | None]:
         if text.buffer[first.end() : first.end() + 1] == "[":
             text.pos = first.end() + 1
             return "array", None
-        raise ValueError("the 'data' field holds no list of traces")
+        if not _resync(text, first.end()):  # an error response, or a damaged wrapper
+            raise ValueError("the 'data' field holds no list of traces")
+        return "values", "the 'data' field holds no list of traces (damaged?)"
     if head.startswith("{"):
         while True:
             match = _DATA_ARRAY.search(text.buffer)

@@ -76,6 +76,32 @@ def _span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str | Non
     )
 
 
+_GROUP_KEYS: Final = frozenset(
+    {
+        "resource",
+        "scopeSpans",
+        "scope_spans",
+        "instrumentationLibrarySpans",
+        "instrumentation_library_spans",
+        "schemaUrl",
+        "schema_url",
+    }
+)
+_SCOPE_KEYS: Final = frozenset(
+    {"scope", "instrumentationLibrary", "instrumentation_library", "spans", "schemaUrl"}
+    | {"schema_url"}
+)
+
+
+def _no_unknown_keys(node: Mapping[str, Any], known: frozenset[str], where: str) -> None:
+    """ValueError when a node that holds no spans has keys OTLP does not define (a damaged key
+    would otherwise hide its spans silently); unknown keys beside spans are ignored, as the
+    protobuf JSON mapping says."""
+    unknown = sorted(str(key) for key in node if key not in known)
+    if unknown:
+        raise ValueError(f"{where} holds no spans but unknown keys {unknown}")
+
+
 def spans_from_request(data: Any) -> list[SpanRecord] | None:
     """The spans of one decoded OTLP/JSON traces request; None for a metrics or logs request.
 
@@ -98,9 +124,14 @@ def spans_from_request(data: Any) -> list[SpanRecord] | None:
             or get(group, "instrumentationLibrarySpans", "instrumentation_library_spans")
             or []
         )
+        if not scopes:
+            _no_unknown_keys(group, _GROUP_KEYS, f"resourceSpans[{r_index}]")
         for s_index, scope_spans in enumerate(scopes):
             scope = scope_spans.get("scope") or scope_spans.get("instrumentationLibrary") or {}
             scope_name = scope.get("name") or None
+            if not scope_spans.get("spans"):
+                where = f"resourceSpans[{r_index}].scopeSpans[{s_index}]"
+                _no_unknown_keys(scope_spans, _SCOPE_KEYS, where)
             for index, span in enumerate(scope_spans.get("spans") or ()):
                 try:
                     records.append(_span(span, resource, scope_name))

@@ -93,28 +93,30 @@ def _check_ids(message: Any) -> str | None:
     return None
 
 
+def _clean_message(message: Any) -> bool:
+    """True when `message` decoded without unknown fields, nested messages included."""
+    from google.protobuf.unknown_fields import UnknownFieldSet  # type: ignore[import-untyped]
+
+    if len(UnknownFieldSet(message)):
+        return False
+    for field, value in message.ListFields():
+        nested = value if field.is_repeated else (value,)
+        if field.message_type is not None and not all(map(_clean_message, nested)):
+            return False
+    return True
+
+
 def _clean(records: Iterator[Any]) -> bool:
-    """True when every record decoded without unknown fields (nested messages included).
+    """True when there are records and every one decoded without unknown fields.
 
     The signals' wire layouts overlap, so a metrics message decodes as `LogsData` too, but its
     metrics leave unknown fields in the "log records" (a metric's name is field 1, a log's time
     is a fixed64 there); a real record of the right signal leaves none.
     """
-    from google.protobuf.unknown_fields import UnknownFieldSet  # type: ignore[import-untyped]
-
-    def clean(message: Any) -> bool:
-        if len(UnknownFieldSet(message)):
-            return False
-        for field, value in message.ListFields():
-            nested = value if field.is_repeated else (value,)
-            if field.message_type is not None and not all(map(clean, nested)):
-                return False
-        return True
-
     found = False
     for record in records:
         found = True
-        if not clean(record):
+        if not _clean_message(record):
             return False
     return found
 
@@ -159,7 +161,11 @@ def decode_message(body: bytes) -> Decoded:
         problem = _check_ids(traces)
         if problem is None:
             spans = spans_from_message(traces)
-            return Decoded(spans, [], "traces" if spans else None)
+            if spans:
+                return Decoded(spans, [], "traces")
+            if _clean_message(traces):
+                return Decoded([], [], None)
+            problem = "no spans, and fields this OTLP version does not know (damaged?)"
     try:
         logs_message = LogsData.FromString(body)
     except DecodeError:
