@@ -92,6 +92,53 @@ def instrumentation_overhead() -> Row:
     )
 
 
+def online() -> Row:
+    """Background evaluation's cost to the app: CPU and wall per turn, submit p99, latency tail."""
+    r = _load("online")
+    plain, slow = r["latency"], r["latency_llm"]
+    cpu0, cpu20 = plain["cpu"]["added_fraction"]["on"], slow["cpu"]["added_fraction"]["on"]
+    wall0, wall20 = plain["wall"]["added_fraction"]["on"], slow["wall"]["added_fraction"]["on"]
+    submit = r["enqueue"]["p99_us"]
+    cells = [
+        f"app-thread CPU {cpu0:+.0%} (instant model) / {cpu20:+.0%} (20 ms model)",
+        f"wall {wall0:+.0%} / {wall20:+.0%}",
+        f"`submit` p99 {submit:.1f} µs",
+    ]
+    ok = cpu0 < 0.05 and cpu20 < 0.05 and submit < 50
+    tail = r.get("tail")
+    if tail:
+        rows = tail["rows"]
+        base = rows["capture-only|up"]["p99_ms"]["median"]
+        ratio = rows["background threads|up"]["p99_ms"]["median"] / base
+        scored = [run["scored"] for run in tail["raw"]["background threads|up"]]
+        cells.append(
+            f"p99 turn latency **{ratio:.2f}x** capture-only with a 20 ms model "
+            f"({min(scored)}–{max(scored)} of {tail['turns'] + tail['warmup_turns']} turns scored "
+            "before the shutdown deadline)"
+        )
+        ok = ok and ratio <= 1.1
+    return (
+        _link("online", "online evaluation") + " in the background, LangChain app",
+        "; ".join(cells),
+        f"CPU < 5%, submit p99 < 50 µs, p99 ≤ 1.1x capture-only: {_met(ok)}",
+    )
+
+
+def log_events() -> Row:
+    """What log-based result events cost beside span events."""
+    r = _load("log_events")
+    by = {(row["path"], row["mode"]): row for row in r["rows"]}
+    span, logs, both = (by[("background", m)] for m in ("span", "logs", "both"))
+    return (
+        _link("log_events", "log-based result events")
+        + f", a turn's {r['meta']['scores_per_turn']} results, by `GROUNDWIRE_EVENTS`",
+        f"`span` {span['median_us']:.0f} µs, `logs` {logs['median_us']:.0f} µs "
+        f"(**{logs['ratio_to_span']:.2f}x**), `both` {both['median_us']:.0f} µs "
+        f"(**{both['ratio_to_span']:.2f}x**) of CPU on a worker thread, never the request's",
+        "none (measured)",
+    )
+
+
 def judges() -> Row:
     """Judge throughput vs the ideal and vs the bare openai client, same turns."""
     r = _load("judges")
@@ -135,6 +182,8 @@ def mutation() -> Row:
 BUILDERS: tuple[Callable[[], Row], ...] = (
     quote_verification,
     instrumentation_overhead,
+    online,
+    log_events,
     judges,
     erag,
     mutation,
