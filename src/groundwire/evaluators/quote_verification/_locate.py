@@ -51,10 +51,16 @@ class Locator:
         o = self._options
         return self._corpus.index(self._size, self._overlap, o.bm25_k1, o.bm25_b)
 
-    def locate(self, quote: str) -> Located | None:
-        """Where the normalised quote is, or None when no document shares a word with it."""
+    def locate(self, quote: str, original: str | None = None) -> Located | None:
+        """Where the normalised quote is, or None when no document shares a word with it.
+
+        Of several exact hits, one where the document has the `original` quote verbatim wins."""
         hit = self._corpus.find_exact(quote)
         if hit:
+            if original is not None:
+                verbatim = self._corpus.find_verbatim(original.strip(), hit[0])
+                if verbatim is not None:
+                    return Located(*verbatim, 1.0, None, None, "exact")
             return Located(*hit[0], 1.0, None, None, "exact")
         parts = split_ellipsis(quote)
         if len(parts) >= 2:

@@ -14,8 +14,9 @@ from groundwire.embeddings import (
 )
 from groundwire.evaluators.quote_verification._corpus import Corpus, Documents, coerce_documents
 from groundwire.evaluators.quote_verification._ellipsis import Located
+from groundwire.evaluators.quote_verification._fidelity import Fidelity, compare
 from groundwire.evaluators.quote_verification._locate import Locator
-from groundwire.evaluators.quote_verification._normalise import normalise_quote
+from groundwire.evaluators.quote_verification._normalise import normalise, normalise_quote
 from groundwire.evaluators.quote_verification._options import Options
 from groundwire.evaluators.quote_verification._rows import QuoteMatch
 from groundwire.evaluators.quote_verification._trim import TrimMethod
@@ -58,6 +59,7 @@ def verify_quotes(
     trim_method: TrimMethod = "fuzzy",
     min_fuzzy_ratio: float = 0.6,
     expand_window_neighbors: int = 1,
+    meaning_check: bool = True,
 ) -> list[QuoteMatch]:
     """Locate each quote in the documents; one `QuoteMatch` per quote, in order.
 
@@ -72,6 +74,10 @@ def verify_quotes(
       `trim_method` "fuzzy", "sliding_bm25" or "hybrid"; `expand_window_neighbors`: windows added
       on a side where the trimmed span touches the window edge.
     - `min_fuzzy_ratio`: a `match_ratio` below it sets `low_confidence`.
+    - `meaning_check`: compare each located quote with its span word by word; a changed number,
+      negation, modal verb or name sets `low_confidence` whatever the ratio (False: ratio only).
+
+    Quotes and documents are compared in Unicode NFC; offsets are those of the original text.
     """
     quote_list = _check_quotes(quotes)
     named = coerce_documents(documents)
@@ -85,6 +91,7 @@ def verify_quotes(
         trim_method=trim_method,
         min_fuzzy_ratio=min_fuzzy_ratio,
         expand_window_neighbors=expand_window_neighbors,
+        meaning_check=meaning_check,
     )
     if embedder is not None and not isinstance(embedder, Embedder):
         raise TypeError(
@@ -100,7 +107,7 @@ def verify_quotes(
     corpus = Corpus(named)
     locator = Locator(corpus, options, size, overlap_chars)
     rows = [
-        _row(quote, locator.locate(norm), corpus, options.min_fuzzy_ratio)
+        _row(quote, locator.locate(norm, quote), corpus, options)
         for quote, norm in zip(quote_list, normalised, strict=True)
     ]
     if embedder is None:
@@ -108,7 +115,14 @@ def verify_quotes(
     return _with_cosine(rows, embedder)
 
 
-def _row(quote: str, located: Located | None, corpus: Corpus, min_ratio: float) -> QuoteMatch:
+def _reason(ratio: float, min_ratio: float, fidelity: Fidelity) -> str | None:
+    """Why a located quote is not verified (None when it is)."""
+    reasons = [f"match ratio {ratio:.2f} is below {min_ratio:g}"] if ratio < min_ratio else []
+    reasons += [change.describe() for change in fidelity.changes]
+    return "; ".join(reasons) or None
+
+
+def _row(quote: str, located: Located | None, corpus: Corpus, options: Options) -> QuoteMatch:
     """Build the output row for one quote from where it was located (or not)."""
     if located is None:
         return QuoteMatch(
@@ -126,9 +140,15 @@ def _row(quote: str, located: Located | None, corpus: Corpus, min_ratio: float) 
             doc_end=None,
             low_confidence=True,
             match_kind="none",
+            low_confidence_reason="not found: no document shares a word with the quote",
         )
     text = corpus.texts[located.doc]
-    start, end = corpus.norms[located.doc].to_original(located.start, located.end)
+    norm = corpus.norms[located.doc]
+    start, end = norm.to_original(located.start, located.end)
+    fidelity = Fidelity()
+    if options.meaning_check and located.kind != "exact":
+        fidelity = compare(quote, normalise(quote), text, norm, located.start, located.end)
+    reason = _reason(located.ratio, options.min_fuzzy_ratio, fidelity)
     offset = corpus.global_starts[located.doc]
     return QuoteMatch(
         quote=quote,
@@ -143,8 +163,11 @@ def _row(quote: str, located: Located | None, corpus: Corpus, min_ratio: float) 
         cosine_similarity=None,
         doc_start=start,
         doc_end=end,
-        low_confidence=located.ratio < min_ratio,
+        low_confidence=reason is not None,
         match_kind=located.kind,
+        edits=fidelity.edits,
+        meaning_changes=fidelity.changes,
+        low_confidence_reason=reason,
     )
 
 
