@@ -485,6 +485,67 @@ def _edit(block: _Block, quote: _Side, source: _Side) -> QuoteEdit:
     return QuoteEdit(kind, q_text, s_text, q_start, q_end, s_start, s_end)
 
 
+def _edge_only(quote: list[_Token], source: list[_Token]) -> tuple[int, int, int]:
+    """(quote words before the first shared word, after the last one, edit cost) of the
+    alignment: words the quote has beyond its span's ends."""
+    ops = Levenshtein.opcodes([t.word for t in quote], [t.word for t in source])
+    equal = [op for op in ops if op.tag == "equal"]
+    if not equal:
+        return 0, 0, len(quote) + len(source)
+    matched = sum(op.src_end - op.src_start for op in equal)
+    cost = len(quote) + len(source) - 2 * matched
+    return equal[0].src_start, len(quote) - equal[-1].src_end, cost
+
+
+_REACH = 80
+"""Characters of document looked at beside the span for quote words found just outside it."""
+
+
+def _beside(
+    norm: NormalisedText, document: str, start: int, end: int, before: int, after: int
+) -> tuple[list[_Token], list[_Token]]:
+    """Up to `before` whole words just before normalised `start` and `after` just after `end`."""
+    left: list[_Token] = []
+    right: list[_Token] = []
+    if before:
+        lo = max(0, start - _REACH)
+        left = _tokens(norm, lo, start, document, 0)
+        if lo > 0 and left and left[0].start == int(norm.offsets[lo]):
+            left = left[1:]  # cut by the reach: not a whole word
+        left = left[-before:]
+    if after:
+        hi = min(len(norm.text), end + _REACH)
+        right = _tokens(norm, end, hi, document, 0)
+        if hi < len(norm.text) and right and right[-1].end == int(norm.ends[hi - 1]):
+            right = right[:-1]
+        right = right[:after]
+    return left, right
+
+
+def _source_tokens(
+    q_tokens: list[_Token], norm: NormalisedText, document: str, start: int, end: int
+) -> list[_Token]:
+    """The span's words, widened by the document's words just outside it when the quote's
+    first or last words stand there (a trimmed span can leave out "four" of "four hundred")."""
+    tokens = _tokens(norm, start, end, document, 0)
+    lead, trail, cost = _edge_only(q_tokens, tokens)
+    if not (lead or trail):
+        return tokens
+    left, right = _beside(norm, document, start, end, lead + 1, trail + 1)
+    wider = [*left, *tokens, *right]
+    ops = Levenshtein.opcodes([t.word for t in q_tokens], [t.word for t in wider])
+    first = ops[0] if ops and ops[0].tag == "insert" else None  # source words before the quote
+    last = ops[-1] if len(ops) > 1 and ops[-1].tag == "insert" else None
+    lo = first.dest_end if first is not None else 0
+    hi = last.dest_start if last is not None else len(wider)
+    trimmed = wider[lo:hi]
+    if _edge_only(q_tokens, trimmed)[2] < cost or (
+        _edge_only(q_tokens, trimmed)[2] == cost and len(trimmed) > len(tokens)
+    ):
+        return trimmed
+    return tokens
+
+
 def compare(
     quote: str,
     quote_norm: NormalisedText,
@@ -495,12 +556,13 @@ def compare(
 ) -> Fidelity:
     """Compare a quote with the document span at normalised [start, end) of `document_norm`.
 
-    Offsets in the result are in the quote and in the document's original text."""
+    Offsets in the result are in the quote and in the document's original text. When the
+    quote's first or last words stand just outside the span, they are compared there."""
     q_tokens = _tokens(quote_norm, 0, len(quote_norm.text), quote, 0)
-    floor = int(document_norm.offsets[start]) if start < len(document_norm.offsets) else 0
-    s_tokens = _tokens(document_norm, start, end, document, 0)
+    s_tokens = _source_tokens(q_tokens, document_norm, document, start, end)
+    origin = int(document_norm.offsets[start]) if start < len(document_norm.offsets) else 0
     quote_side = _Side(q_tokens, quote, 0)
-    source_side = _Side(s_tokens, document, floor)
+    source_side = _Side(s_tokens, document, origin)
     blocks = _blocks(q_tokens, s_tokens)
     if not blocks:
         return Fidelity()
