@@ -107,7 +107,11 @@ def test_changed_numbers_are_refused_whatever_the_ratio(quote: str, reason: str)
             "entity",
             "entity changed: 'Margaret' -> 'Elizabeth'",
         ),
-        ("Set MAX_BOOKS to 12 in loans.cfg first", "entity", "entity changed: 'MAX_LOANS' -> 'MAX_BOOKS'"),
+        (
+            "Set MAX_BOOKS to 12 in loans.cfg first",
+            "entity",
+            "entity changed: 'MAX_LOANS' -> 'MAX_BOOKS'",
+        ),
     ],
 )
 def test_negation_modality_and_entity_changes_are_refused(
@@ -197,7 +201,10 @@ def test_verbatim_occurrence_is_preferred_over_a_recased_duplicate() -> None:
         "handbook": "Since 2020 the library no longer charges late fees.",
     }
     (row,) = verify_quotes(["the library no longer charges late fees"], docs, embedder=None)
-    assert (row.source_doc, row.span_text) == ("handbook", "the library no longer charges late fees")
+    assert (row.source_doc, row.span_text) == (
+        "handbook",
+        "the library no longer charges late fees",
+    )
     (first,) = verify_quotes(["THE LIBRARY NO LONGER CHARGES"], docs, embedder=None)
     assert first.source_doc == "shouting"
     (neither,) = verify_quotes(["The Library No Longer Charges"], docs, embedder=None)

@@ -43,8 +43,9 @@ class QuoteVerification:
 
     Quotes are the answer's typographic quotations of at least `min_len` words; a quote is
     verified when its `match_ratio` reaches `min_fuzzy_ratio` and (with `meaning_check`, the
-    default) it changes no number, negation, modal verb or name of its source. A turn without quotes is not
-    applicable (label `no_quotes`). `details["quotes"]` holds one `verify_quotes` row per quote.
+    default) it changes no number, negation, modal verb or name of its source. A turn without
+    quotes is not applicable (label `no_quotes`). `details["quotes"]` holds one `verify_quotes`
+    row per quote.
     """
 
     name: str = "quote_verification"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from rapidfuzz.distance import OSA, Levenshtein
@@ -60,10 +60,11 @@ CHANGE_KINDS: tuple[ChangeKind, ...] = ("number", "negation", "modality", "entit
 _TOKEN = re.compile(r"(\.{3,}|…)|([$€£¥]?\w+(?:[-'.,:/]\w+)*%?)")
 _NUMERAL = re.compile(r"[$€£¥]?v?\d+(?:[.,:/-]\d+)*(?:%|[a-z]{1,3})?")
 _ORDINAL_SUFFIX = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
-_CAMEL = re.compile(r"[a-z][A-Z]")
-_DOTTED = re.compile(r"[A-Za-z]\.[A-Za-z]")
-_SENTENCE_END = frozenset(".!?:;)\n")
-_OPENERS = frozenset(" \t\r\"'“”‘’«»([{*-–—•")
+_NUMERAL_START = frozenset("0123456789$€£¥v")
+_CAMEL = re.compile(r"[a-z][A-Z][a-z]|[a-z]{2}[A-Z]")
+_DOTTED = re.compile(r"[a-z]{2,}\.[a-z]{2,}")
+_SENTENCE_END = frozenset(".!?:;)")
+_OPENERS = frozenset(" \t\r\n\"'“”‘’«»([{*-–—•")
 _ELLIPSIS = "…"
 
 
@@ -112,68 +113,182 @@ class Fidelity:
     changes: tuple[MeaningChange, ...] = ()
 
 
-@dataclass(slots=True)
-class _Token:
-    """One word (or ellipsis) of a side: its compared form, and where it is in the original."""
-
-    word: str
-    """The spelling-canonical, case-folded word (what the diff compares)."""
-    start: int
-    end: int
-    capital: bool
-    acronym: bool
-    initial: bool
-    ellipsis: bool
-    sense: str = field(default="")
-    """The word its meaning is read from: `word`, or the source's word for a typo of it."""
-
-
 def _starts_sentence(original: str, start: int, floor: int) -> bool:
-    """True when nothing but openers stands between `floor` (or a sentence end) and `start`."""
+    """True when only openers (spaces, quote marks, brackets) stand between a sentence end, a
+    blank line or `floor` and `start` (a line break alone is only wrapping)."""
     position = start - 1
+    breaks = 0
     while position >= floor and original[position] in _OPENERS:
+        breaks += original[position] == "\n"
         position -= 1
-    return position < floor or original[position] in _SENTENCE_END
+    return position < floor or breaks >= 2 or original[position] in _SENTENCE_END
 
 
-def _tokens(norm: NormalisedText, lo: int, hi: int, original: str, floor: int) -> list[_Token]:
-    """The words of normalised [lo, hi), with offsets and case read from the original text."""
-    tokens: list[_Token] = []
-    offsets, ends = norm.offsets, norm.ends
+def _scan(norm: NormalisedText, lo: int, hi: int) -> tuple[list[str], list[tuple[int, int]]]:
+    """The words of normalised [lo, hi) in their compared form, and their normalised spans.
+
+    An ellipsis is the word "…"; "thirty-one" is read as "thirty one"."""
+    words: list[str] = []
+    spans: list[tuple[int, int]] = []
     for match in _TOKEN.finditer(norm.text, lo, hi):
         a, b = match.span()
-        start, end = int(offsets[a]), int(ends[b - 1])
         if match.group(1):
-            tokens.append(_Token(_ELLIPSIS, start, end, False, False, False, True, _ELLIPSIS))
+            words.append(_ELLIPSIS)
+            spans.append((a, b))
             continue
         text = match.group(2)
-        parts = text.split("-")
-        if len(parts) > 1 and all(number_word(part) is not None for part in parts):
-            at = a  # "thirty-one" is read as "thirty one"
-            for part in parts:
-                tokens.append(_word(part, norm, at, at + len(part), original, floor))
-                at += len(part) + 1
+        if "-" in text:
+            parts = text.split("-")
+            if all(number_word(part) is not None for part in parts):
+                for part in parts:
+                    words.append(part)
+                    spans.append((a, a + len(part)))
+                    a += len(part) + 1
+                continue
+        words.append(canonical(text))
+        spans.append((a, b))
+    return words, spans
+
+
+class _Side:
+    """One side's words, with what the meaning check needs read lazily from the original text
+    (most words are never looked at: only those in or next to a difference)."""
+
+    def __init__(
+        self,
+        words: list[str],
+        spans: list[tuple[int, int]],
+        norm: NormalisedText,
+        original: str,
+        origin: int,
+    ) -> None:
+        """`origin`: the offset reported for an empty side at the very start."""
+        self.words = words
+        self.spans = spans
+        self.norm = norm
+        self.original = original
+        self.origin = origin
+        self.sense: dict[int, str] = {}
+        """Words read as another (a typo of the source's word is read as that word)."""
+        self._numeric: dict[int, bool] = {}
+
+    def __len__(self) -> int:
+        """How many words."""
+        return len(self.words)
+
+    def meaning(self, index: int) -> str:
+        """The word its meaning is read from."""
+        return self.sense.get(index, self.words[index])
+
+    def bounds(self, index: int) -> tuple[int, int]:
+        """The word's [start, end) in the original text."""
+        a, b = self.spans[index]
+        return int(self.norm.offsets[a]), int(self.norm.ends[b - 1])
+
+    def raw(self, index: int) -> str:
+        """The word as written (currency sign dropped)."""
+        start, end = self.bounds(index)
+        return self.original[start:end].lstrip("$€£¥")
+
+    def acronym(self, index: int) -> bool:
+        """Written in capitals (two letters or more)."""
+        letters = [c for c in self.raw(index) if c.isalpha()]
+        return len(letters) >= 2 and all(c.isupper() for c in letters)
+
+    def loud(self, index: int) -> bool:
+        """In a stretch written in capitals ("THERE IS NO WARRANTY"): capitals mark no name."""
+        near = [i for i in (index - 2, index - 1, index + 1, index + 2) if 0 <= i < len(self)]
+        return sum(self.acronym(i) for i in near) >= 2
+
+    def entity(self, index: int) -> bool:
+        """A name or identifier: capitalised mid-sentence (not a function word), an acronym, or
+        an identifier (letters with digits, underscores, dotted or camelCase names)."""
+        sense = self.meaning(index)
+        if sense == _ELLIPSIS or self.numeric(index):
+            return False
+        if any(c.isdigit() for c in sense) or "_" in sense or _DOTTED.search(sense):
+            return True
+        raw = self.raw(index)
+        if _CAMEL.search(raw):
+            return True
+        if sense in STOPWORDS or self.loud(index):
+            return False
+        if self.acronym(index):
+            return True
+        if not raw[:1].isupper():
+            return False
+        return not _starts_sentence(self.original, self.bounds(index)[0], 0)
+
+    def numeric(self, index: int) -> bool:
+        """Part of a number, date, amount or version."""
+        known = self._numeric.get(index)
+        if known is None:
+            sense = self.meaning(index)
+            known = _is_numeral(sense) or number_word(sense) is not None or self._month(index)
+            self._numeric[index] = known
+        return known
+
+    def _month(self, index: int) -> bool:
+        """A capitalised month name; "May" only next to a numeral (else it is the modal verb)."""
+        sense = self.meaning(index)
+        if sense not in MONTHS or not self.raw(index)[:1].isupper():
+            return False
+        if sense != "may":
+            return True
+        near = [i for i in (index - 1, index + 1) if 0 <= i < len(self)]
+        return any(_is_numeral(self.meaning(i)) for i in near)
+
+    def joins(self, index: int) -> bool:
+        """A word that continues the number before it ("and", "per cent", "dollars")."""
+        sense = self.meaning(index)
+        if sense in CURRENCY_WORDS or sense in PERCENT_WORDS:
+            return True
+        if sense == "per":
+            return index + 1 < len(self) and self.meaning(index + 1) == "cent"
+        if sense == "cent":
+            return index > 0 and self.meaning(index - 1) == "per"
+        if sense == "and":
+            return (
+                0 < index < len(self) - 1
+                and number_word(self.meaning(index + 1)) is not None
+                and number_word(self.meaning(index - 1)) is not None
+            )
+        return False
+
+    def numbers(self, i1: int, i2: int) -> list[tuple[int, int, tuple[str, ...]]]:
+        """The number phrases inside or touching words [i1, i2): (first, end, meaning)."""
+        found: dict[tuple[int, int], tuple[str, ...]] = {}
+        for index in range(max(0, i1 - 1), min(len(self), i2 + 1)):
+            if not (self.numeric(index) or self.joins(index)):
+                continue
+            first = index
+            while first > 0 and (
+                self.numeric(first - 1) or (self.joins(first - 1) and not self.numeric(first))
+            ):
+                first -= 1
+            while first < index and not self.numeric(first):
+                first += 1
+            if not self.numeric(first):
+                continue
+            end = first + 1
+            while end < len(self) and (self.numeric(end) or self.joins(end)):
+                end += 1
+            if (first, end) not in found:
+                found[first, end] = _number_key([self.meaning(i) for i in range(first, end)])
+        return [(a, b, key) for (a, b), key in found.items()]
+
+    def span(self, i1: int, i2: int) -> tuple[str, int, int]:
+        """The text covered by words [i1, i2) and its offsets (an empty range: a position)."""
+        if i2 > i1:
+            start, end = self.bounds(i1)[0], self.bounds(i2 - 1)[1]
+            return self.original[start:end], start, end
+        if i1 > 0:
+            at = self.bounds(i1 - 1)[1]
+        elif self.words:
+            at = self.bounds(0)[0]
         else:
-            tokens.append(_word(text, norm, a, b, original, floor))
-    return tokens
-
-
-def _word(text: str, norm: NormalisedText, a: int, b: int, original: str, floor: int) -> _Token:
-    """The token for the word at normalised [a, b)."""
-    start, end = int(norm.offsets[a]), int(norm.ends[b - 1])
-    raw = original[start:end].lstrip("$€£¥")
-    word = canonical(text)
-    letters = [c for c in raw if c.isalpha()]
-    return _Token(
-        word,
-        start,
-        end,
-        capital=raw[:1].isupper(),
-        acronym=len(letters) >= 2 and all(c.isupper() for c in letters),
-        initial=_starts_sentence(original, start, floor),
-        ellipsis=False,
-        sense=word,
-    )
+            at = self.origin
+        return "", at, at
 
 
 def _special(word: str) -> bool:
@@ -181,17 +296,25 @@ def _special(word: str) -> bool:
     return number_word(word) is not None or negations(word) > 0 or word in MODALS
 
 
-def _is_typo(quoted: _Token, source: _Token) -> bool:
-    """True when the quote's word is a slip for the source's (one or two letters apart).
+def _negated(word: str, other: str) -> bool:
+    """True when `word` is `other` negated: "never"/"ever", "neither"/"either", "don't"/"do"."""
+    return (word.startswith("n") and word[1:] == other) or (
+        word.endswith("n't") and word[:-3] == other
+    )
 
-    Never for numerals, nor when the quote's word is itself a number, negator or modal."""
-    a, b = quoted.word, source.word
+
+def _is_typo(a: str, b: str) -> bool:
+    """True when the quote's word `a` is a slip for the source's `b` (one letter apart, two from
+    eight letters on). Never for numerals, nor when `a` is itself a number, negator or modal,
+    nor when one word is the other negated ("either" for "neither")."""
     longest = max(len(a), len(b))
-    allowed = 0 if longest <= 3 else 1 if longest <= 7 else 2
-    if allowed == 0 or any(c.isdigit() for c in a) or any(c.isdigit() for c in b):
+    if any(c.isdigit() for c in a) or any(c.isdigit() for c in b):
         return False
-    if _special(a):
+    if _special(a) or _negated(a, b) or _negated(b, a):
         return False
+    if longest <= 2:  # two letters swapped ("ot" for "to"), never for a meaningful word
+        return sorted(a) == sorted(b) and not _special(b)
+    allowed = 1 if longest <= 7 else 2
     return OSA.distance(a, b, score_cutoff=allowed) <= allowed
 
 
@@ -200,42 +323,7 @@ def _is_typo(quoted: _Token, source: _Token) -> bool:
 
 def _is_numeral(word: str) -> bool:
     """Digits, with separators, a currency sign, a %, an ordinal or unit suffix, or a v prefix."""
-    return _NUMERAL.fullmatch(word) is not None
-
-
-def _is_month(tokens: Sequence[_Token], index: int) -> bool:
-    """A capitalised month name; "May" only next to a numeral (else it is the modal verb)."""
-    token = tokens[index]
-    if token.sense not in MONTHS or not token.capital:
-        return False
-    if token.sense != "may":
-        return True
-    near = [tokens[i] for i in (index - 1, index + 1) if 0 <= i < len(tokens)]
-    return any(_is_numeral(t.sense) for t in near)
-
-
-def _numeric(tokens: Sequence[_Token], index: int) -> bool:
-    """True when the token is part of a number, date, amount or version."""
-    sense = tokens[index].sense
-    return _is_numeral(sense) or number_word(sense) is not None or _is_month(tokens, index)
-
-
-def _joins(tokens: Sequence[_Token], index: int) -> bool:
-    """True for a word that continues the number before it ("and", "per cent", "dollars")."""
-    sense = tokens[index].sense
-    if sense in CURRENCY_WORDS or sense in PERCENT_WORDS:
-        return True
-    if sense == "per":
-        return index + 1 < len(tokens) and tokens[index + 1].sense == "cent"
-    if sense == "cent":
-        return index > 0 and tokens[index - 1].sense == "per"
-    if sense == "and":
-        return (
-            index + 1 < len(tokens)
-            and number_word(tokens[index + 1].sense) is not None
-            and number_word(tokens[index - 1].sense) is not None
-        )
-    return False
+    return word[:1] in _NUMERAL_START and _NUMERAL.fullmatch(word) is not None
 
 
 def _numeral_parts(word: str) -> list[str]:
@@ -257,7 +345,7 @@ def _numeral_parts(word: str) -> list[str]:
     return parts
 
 
-def _number_key(phrase: Sequence[_Token]) -> tuple[str, ...]:
+def _number_key(senses: Sequence[str]) -> tuple[str, ...]:
     """What a number phrase means, as sorted parts: "four hundred" and "400" both ("400",)."""
     parts: list[str] = []
     total = current = 0.0
@@ -271,8 +359,7 @@ def _number_key(phrase: Sequence[_Token]) -> tuple[str, ...]:
         total = current = 0.0
         pending = False
 
-    for token in phrase:
-        sense = token.sense
+    for sense in senses:
         word = number_word(sense)
         if word is not None:
             value, ordinal = word
@@ -304,48 +391,12 @@ def _number_key(phrase: Sequence[_Token]) -> tuple[str, ...]:
     return tuple(sorted(parts))
 
 
-def _phrases(tokens: Sequence[_Token]) -> list[tuple[int, int, tuple[str, ...]]]:
-    """The number phrases of a side: (first token, end token, meaning)."""
-    found: list[tuple[int, int, tuple[str, ...]]] = []
-    index = 0
-    while index < len(tokens):
-        if not _numeric(tokens, index):
-            index += 1
-            continue
-        end = index + 1
-        while end < len(tokens) and (_numeric(tokens, end) or _joins(tokens, end)):
-            end += 1
-        found.append((index, end, _number_key(tokens[index:end])))
-        index = end
-    return found
-
-
 # --- the comparison -----------------------------------------------------------------------------
-
-
-def _is_entity(token: _Token) -> bool:
-    """A name or identifier: capitalised mid-sentence (not a function word), an acronym, or an
-    identifier (letters and digits, underscores, dotted or camelCase)."""
-    sense = token.sense
-    if token.ellipsis or _is_numeral(sense) or number_word(sense) is not None:
-        return False
-    if sense in MONTHS and token.capital:
-        return False  # a date's part: the number check covers it
-    if any(c.isdigit() for c in sense) or "_" in sense:
-        return True
-    if token.acronym and sense not in STOPWORDS:
-        return True
-    return token.capital and not token.initial and sense not in STOPWORDS
-
-
-def _modal(token: _Token) -> str | None:
-    """The modal verb a token is, by its base ("can't" -> "can")."""
-    return MODALS.get(token.sense)
 
 
 @dataclass(slots=True)
 class _Block:
-    """A stretch of differences: quote tokens [i1, i2) against source tokens [j1, j2)."""
+    """A stretch of differences: quote words [i1, i2) against source words [j1, j2)."""
 
     kind: Literal["change", "typo", "elided"]
     i1: int
@@ -354,21 +405,23 @@ class _Block:
     j2: int
 
 
-def _blocks(quote: list[_Token], source: list[_Token]) -> list[_Block]:
-    """Differences from the word alignment: typo pairs and ellipsis gaps apart, the rest merged."""
+def _blocks(quote: _Side, source: _Side) -> list[_Block]:
+    """Differences from the word alignment: typo pairs and ellipsis gaps apart, the rest merged.
+
+    A typo makes the quote's word read as the source's (`quote.sense`)."""
     pieces: list[_Block] = []
-    for op in Levenshtein.opcodes([t.word for t in quote], [t.word for t in source]):
+    for op in Levenshtein.opcodes(quote.words, source.words):
         tag, i1, i2, j1, j2 = op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end
         if tag == "equal":
             continue
         if tag == "replace":
             for k in range(i2 - i1):
-                q, s = quote[i1 + k], source[j1 + k]
-                if q.ellipsis:
+                q, s = quote.words[i1 + k], source.words[j1 + k]
+                if q == _ELLIPSIS:
                     kind: Literal["change", "typo", "elided"] = "elided"
                 elif _is_typo(q, s):
                     kind = "typo"
-                    q.sense = s.sense
+                    quote.sense[i1 + k] = s
                 else:
                     kind = "change"
                 pieces.append(_Block(kind, i1 + k, i1 + k + 1, j1 + k, j1 + k + 1))
@@ -376,7 +429,7 @@ def _blocks(quote: list[_Token], source: list[_Token]) -> list[_Block]:
             pieces.append(_Block("change", i1, i1, j1, j2))
         else:  # in the quote only
             for k in range(i1, i2):
-                kind = "elided" if quote[k].ellipsis else "change"
+                kind = "elided" if quote.words[k] == _ELLIPSIS else "change"
                 pieces.append(_Block(kind, k, k + 1, j1, j1))
     merged: list[_Block] = []
     for piece in pieces:
@@ -397,41 +450,13 @@ def _blocks(quote: list[_Token], source: list[_Token]) -> list[_Block]:
     return merged
 
 
-class _Side:
-    """One side's tokens and original text, for slicing what an edit covers."""
-
-    def __init__(self, tokens: list[_Token], original: str, origin: int) -> None:
-        """`origin`: the offset reported for an empty side at the very start."""
-        self.tokens = tokens
-        self.original = original
-        self.origin = origin
-        self.phrases = _phrases(tokens)
-
-    def span(self, i1: int, i2: int) -> tuple[str, int, int]:
-        """The text covered by tokens [i1, i2) and its offsets (an empty range: a position)."""
-        if i2 > i1:
-            start, end = self.tokens[i1].start, self.tokens[i2 - 1].end
-            return self.original[start:end], start, end
-        if i1 > 0:
-            at = self.tokens[i1 - 1].end
-        elif self.tokens:
-            at = self.tokens[0].start
-        else:
-            at = self.origin
-        return "", at, at
-
-    def numbers(self, i1: int, i2: int) -> list[tuple[int, int, tuple[str, ...]]]:
-        """The number phrases inside or touching tokens [i1, i2)."""
-        return [p for p in self.phrases if p[0] <= i2 and p[1] >= i1]
-
-
 def _widened(block: _Block, quote: _Side, source: _Side) -> tuple[int, int, int, int]:
     """A block with one shared neighbouring word when one side is empty ("shall not" -> "shall")."""
     i1, i2, j1, j2 = block.i1, block.i2, block.j1, block.j2
     if i1 == i2 or j1 == j2:
         if i1 > 0 and j1 > 0:
             return i1 - 1, i2, j1 - 1, j2
-        if i2 < len(quote.tokens) and j2 < len(source.tokens):
+        if i2 < len(quote) and j2 < len(source):
             return i1, i2 + 1, j1, j2 + 1
     return i1, i2, j1, j2
 
@@ -439,7 +464,7 @@ def _widened(block: _Block, quote: _Side, source: _Side) -> tuple[int, int, int,
 def _change(
     kind: ChangeKind, quote: _Side, qi: tuple[int, int], source: _Side, sj: tuple[int, int]
 ) -> MeaningChange:
-    """A meaning change covering quote tokens `qi` and source tokens `sj`."""
+    """A meaning change covering quote words `qi` and source words `sj`."""
     q_text, q_start, q_end = quote.span(*qi)
     s_text, s_start, s_end = source.span(*sj)
     return MeaningChange(kind, s_text, q_text, q_start, q_end, s_start, s_end)
@@ -447,8 +472,8 @@ def _change(
 
 def _meaning(block: _Block, quote: _Side, source: _Side) -> list[MeaningChange]:
     """The meaning changes one block of differences makes."""
-    said = quote.tokens[block.i1 : block.i2]
-    wrote = source.tokens[block.j1 : block.j2]
+    said = range(block.i1, block.i2)
+    wrote = range(block.j1, block.j2)
     i1, i2, j1, j2 = _widened(block, quote, source)
     changes: list[MeaningChange] = []
     q_numbers = quote.numbers(block.i1, block.i2)
@@ -457,14 +482,15 @@ def _meaning(block: _Block, quote: _Side, source: _Side) -> list[MeaningChange]:
         qi = (min(p[0] for p in q_numbers), max(p[1] for p in q_numbers)) if q_numbers else None
         sj = (min(p[0] for p in s_numbers), max(p[1] for p in s_numbers)) if s_numbers else None
         changes.append(_change("number", quote, qi or (i1, i2), source, sj or (j1, j2)))
-    if sum(negations(t.sense) for t in said) != sum(negations(t.sense) for t in wrote):
+    q_neg = sum(negations(quote.meaning(i)) for i in said)
+    if q_neg != sum(negations(source.meaning(j)) for j in wrote):
         changes.append(_change("negation", quote, (i1, i2), source, (j1, j2)))
-    q_modals = Counter(m for t in said if (m := _modal(t)) is not None)
-    s_modals = Counter(m for t in wrote if (m := _modal(t)) is not None)
+    q_modals = Counter(m for i in said if (m := MODALS.get(quote.meaning(i))) is not None)
+    s_modals = Counter(m for j in wrote if (m := MODALS.get(source.meaning(j))) is not None)
     if q_modals != s_modals:
         changes.append(_change("modality", quote, (i1, i2), source, (j1, j2)))
-    q_names = Counter(t.sense for t in said if _is_entity(t))
-    s_names = Counter(t.sense for t in wrote if _is_entity(t))
+    q_names = Counter(quote.meaning(i) for i in said if quote.entity(i))
+    s_names = Counter(source.meaning(j) for j in wrote if source.entity(j))
     if q_names != s_names:
         changes.append(_change("entity", quote, (block.i1, block.i2), source, (j1, j2)))
     return changes
@@ -485,65 +511,44 @@ def _edit(block: _Block, quote: _Side, source: _Side) -> QuoteEdit:
     return QuoteEdit(kind, q_text, s_text, q_start, q_end, s_start, s_end)
 
 
-def _edge_only(quote: list[_Token], source: list[_Token]) -> tuple[int, int, int]:
-    """(quote words before the first shared word, after the last one, edit cost) of the
-    alignment: words the quote has beyond its span's ends."""
-    ops = Levenshtein.opcodes([t.word for t in quote], [t.word for t in source])
-    equal = [op for op in ops if op.tag == "equal"]
-    if not equal:
-        return 0, 0, len(quote) + len(source)
-    matched = sum(op.src_end - op.src_start for op in equal)
-    cost = len(quote) + len(source) - 2 * matched
-    return equal[0].src_start, len(quote) - equal[-1].src_end, cost
-
-
 _REACH = 80
 """Characters of document looked at beside the span for quote words found just outside it."""
 
 
-def _beside(
-    norm: NormalisedText, document: str, start: int, end: int, before: int, after: int
-) -> tuple[list[_Token], list[_Token]]:
-    """Up to `before` whole words just before normalised `start` and `after` just after `end`."""
-    left: list[_Token] = []
-    right: list[_Token] = []
-    if before:
-        lo = max(0, start - _REACH)
-        left = _tokens(norm, lo, start, document, 0)
-        if lo > 0 and left and left[0].start == int(norm.offsets[lo]):
-            left = left[1:]  # cut by the reach: not a whole word
-        left = left[-before:]
-    if after:
-        hi = min(len(norm.text), end + _REACH)
-        right = _tokens(norm, end, hi, document, 0)
-        if hi < len(norm.text) and right and right[-1].end == int(norm.ends[hi - 1]):
-            right = right[:-1]
-        right = right[:after]
-    return left, right
+def _edges(quote: list[str], source: list[str]) -> tuple[int, int]:
+    """Quote words before the first word shared with the source and after the last one."""
+    equal = [op for op in Levenshtein.opcodes(quote, source) if op.tag == "equal"]
+    if not equal:
+        return 0, 0
+    return equal[0].src_start, len(quote) - equal[-1].src_end
 
 
-def _source_tokens(
-    q_tokens: list[_Token], norm: NormalisedText, document: str, start: int, end: int
-) -> list[_Token]:
+def _source_words(
+    quote: list[str], norm: NormalisedText, start: int, end: int
+) -> tuple[list[str], list[tuple[int, int]]]:
     """The span's words, widened by the document's words just outside it when the quote's
     first or last words stand there (a trimmed span can leave out "four" of "four hundred")."""
-    tokens = _tokens(norm, start, end, document, 0)
-    lead, trail, cost = _edge_only(q_tokens, tokens)
+    words, spans = _scan(norm, start, end)
+    lead, trail = _edges(quote, words)
     if not (lead or trail):
-        return tokens
-    left, right = _beside(norm, document, start, end, lead + 1, trail + 1)
-    wider = [*left, *tokens, *right]
-    ops = Levenshtein.opcodes([t.word for t in q_tokens], [t.word for t in wider])
-    first = ops[0] if ops and ops[0].tag == "insert" else None  # source words before the quote
-    last = ops[-1] if len(ops) > 1 and ops[-1].tag == "insert" else None
-    lo = first.dest_end if first is not None else 0
-    hi = last.dest_start if last is not None else len(wider)
-    trimmed = wider[lo:hi]
-    if _edge_only(q_tokens, trimmed)[2] < cost or (
-        _edge_only(q_tokens, trimmed)[2] == cost and len(trimmed) > len(tokens)
-    ):
-        return trimmed
-    return tokens
+        return words, spans
+    left_words, left_spans = _scan(norm, max(0, start - _REACH), start) if lead else ([], [])
+    if left_spans and left_spans[0][0] == max(0, start - _REACH) > 0:
+        left_words, left_spans = left_words[1:], left_spans[1:]  # cut by the reach
+    right_words, right_spans = _scan(norm, end, end + _REACH) if trail else ([], [])
+    if right_spans and right_spans[-1][1] == min(len(norm.text), end + _REACH) < len(norm.text):
+        right_words, right_spans = right_words[:-1], right_spans[:-1]
+    keep_left = len(left_words) - min(len(left_words), lead + 1)
+    wider = left_words[keep_left:] + words + right_words[: trail + 1]
+    wider_spans = left_spans[keep_left:] + spans + right_spans[: trail + 1]
+    ops = Levenshtein.opcodes(quote, wider)
+    lo = ops[0].dest_end if ops and ops[0].tag == "insert" else 0
+    hi = ops[-1].dest_start if len(ops) > 1 and ops[-1].tag == "insert" else len(wider)
+    before = Levenshtein.distance(quote, words)
+    after = Levenshtein.distance(quote, wider[lo:hi])
+    if after < before or (after == before and hi - lo > len(words)):
+        return wider[lo:hi], wider_spans[lo:hi]
+    return words, spans
 
 
 def compare(
@@ -558,15 +563,14 @@ def compare(
 
     Offsets in the result are in the quote and in the document's original text. When the
     quote's first or last words stand just outside the span, they are compared there."""
-    q_tokens = _tokens(quote_norm, 0, len(quote_norm.text), quote, 0)
-    s_tokens = _source_tokens(q_tokens, document_norm, document, start, end)
+    q_words, q_spans = _scan(quote_norm, 0, len(quote_norm.text))
+    s_words, s_spans = _source_words(q_words, document_norm, start, end)
     origin = int(document_norm.offsets[start]) if start < len(document_norm.offsets) else 0
-    quote_side = _Side(q_tokens, quote, 0)
-    source_side = _Side(s_tokens, document, origin)
-    blocks = _blocks(q_tokens, s_tokens)
+    quote_side = _Side(q_words, q_spans, quote_norm, quote, 0)
+    source_side = _Side(s_words, s_spans, document_norm, document, origin)
+    blocks = _blocks(quote_side, source_side)
     if not blocks:
         return Fidelity()
-    quote_side.phrases = _phrases(q_tokens)  # typo pairs now read as the source's words
     edits = tuple(_edit(block, quote_side, source_side) for block in blocks)
     changes: list[MeaningChange] = []
     for block in blocks:

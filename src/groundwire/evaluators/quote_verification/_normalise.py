@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["NormalisedText", "normalise", "normalise_quote"]
+__all__ = ["NormalisedText", "fold", "normalise", "normalise_quote"]
 
 _TYPOGRAPHIC = {
     "‘": "'",
@@ -133,6 +133,16 @@ def normalise(text: str) -> NormalisedText:
     if starts is None or ends is None:
         return NormalisedText(kept, kept_at, len(text), kept_at + 1)
     return NormalisedText(kept, starts[kept_at], len(text), ends[kept_at])
+
+
+def fold(text: str) -> NormalisedText:
+    """Like `normalise` without collapsing whitespace (cheaper, for splitting into words)."""
+    composed, starts, ends = nfc_with_offsets(text)
+    folded = composed.translate(_fold_table())
+    if starts is None or ends is None:
+        at = np.arange(len(folded), dtype=np.int64)
+        return NormalisedText(folded, at, len(text), at + 1)
+    return NormalisedText(folded, starts, len(text), ends)
 
 
 def normalise_quote(quote: str) -> str:

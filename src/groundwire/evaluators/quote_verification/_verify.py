@@ -16,7 +16,11 @@ from groundwire.evaluators.quote_verification._corpus import Corpus, Documents, 
 from groundwire.evaluators.quote_verification._ellipsis import Located
 from groundwire.evaluators.quote_verification._fidelity import Fidelity, compare
 from groundwire.evaluators.quote_verification._locate import Locator
-from groundwire.evaluators.quote_verification._normalise import normalise, normalise_quote
+from groundwire.evaluators.quote_verification._normalise import (
+    NormalisedText,
+    fold,
+    normalise_quote,
+)
 from groundwire.evaluators.quote_verification._options import Options
 from groundwire.evaluators.quote_verification._rows import QuoteMatch
 from groundwire.evaluators.quote_verification._trim import TrimMethod
@@ -26,6 +30,10 @@ __all__ = ["CONTEXT_CHARS", "verify_quotes"]
 
 CONTEXT_CHARS = 300
 """Characters of document kept on each side of the span in `context_window`."""
+_NEAR = 80
+"""Characters beside a runner-up span searched for what the quote says instead."""
+_RUNNER_UP_MARGIN = 0.05
+"""How much lower a runner-up span's match ratio may be when it changes no meaning."""
 
 
 def _check_quotes(quotes: object) -> list[str]:
@@ -107,7 +115,7 @@ def verify_quotes(
     corpus = Corpus(named)
     locator = Locator(corpus, options, size, overlap_chars)
     rows = [
-        _row(quote, locator.locate(norm, quote), corpus, options)
+        _row(quote, locator.candidates(norm, quote), corpus, options)
         for quote, norm in zip(quote_list, normalised, strict=True)
     ]
     if embedder is None:
@@ -122,8 +130,44 @@ def _reason(ratio: float, min_ratio: float, fidelity: Fidelity) -> str | None:
     return "; ".join(reasons) or None
 
 
-def _row(quote: str, located: Located | None, corpus: Corpus, options: Options) -> QuoteMatch:
+def _checked(
+    quote: str, candidates: list[Located], corpus: Corpus, options: Options
+) -> tuple[Located | None, Fidelity]:
+    """The best candidate span and its comparison with the quote. When the best one would change
+    the quote's meaning, a runner-up that matches well enough and changes nothing wins (the same
+    passage often stands in several documents, with one word different), if its match ratio is
+    within 0.05 of the best one's."""
+    if not candidates:
+        return None, Fidelity()
+    best = candidates[0]
+    if not options.meaning_check or best.kind == "exact":
+        return best, Fidelity()
+    quote_norm = fold(quote)
+    fidelity = compare(quote, quote_norm, corpus.texts[best.doc], *_span(corpus, best))
+    if not fidelity.changes:
+        return best, fidelity
+    said = [normalise_quote(change.quote_text) for change in fidelity.changes]
+    for located in candidates[1:]:
+        if located.ratio < max(options.min_fuzzy_ratio, best.ratio - _RUNNER_UP_MARGIN):
+            break
+        norm, start, end = _span(corpus, located)
+        near = norm.text[max(0, start - _NEAR) : end + _NEAR]
+        if not all(words in near for words in said):
+            continue  # it lacks what the quote says instead: it would not read any better
+        compared = compare(quote, quote_norm, corpus.texts[located.doc], norm, start, end)
+        if not compared.changes:
+            return located, compared
+    return best, fidelity
+
+
+def _span(corpus: Corpus, located: Located) -> tuple[NormalisedText, int, int]:
+    """The located span as (normalised document, start, end)."""
+    return corpus.norms[located.doc], located.start, located.end
+
+
+def _row(quote: str, candidates: list[Located], corpus: Corpus, options: Options) -> QuoteMatch:
     """Build the output row for one quote from where it was located (or not)."""
+    located, fidelity = _checked(quote, candidates, corpus, options)
     if located is None:
         return QuoteMatch(
             quote=quote,
@@ -145,9 +189,6 @@ def _row(quote: str, located: Located | None, corpus: Corpus, options: Options) 
     text = corpus.texts[located.doc]
     norm = corpus.norms[located.doc]
     start, end = norm.to_original(located.start, located.end)
-    fidelity = Fidelity()
-    if options.meaning_check and located.kind != "exact":
-        fidelity = compare(quote, normalise(quote), text, norm, located.start, located.end)
     reason = _reason(located.ratio, options.min_fuzzy_ratio, fidelity)
     offset = corpus.global_starts[located.doc]
     return QuoteMatch(

@@ -338,7 +338,10 @@ _SPELLING_WORDS: Final = {
 
 @lru_cache(maxsize=65_536)
 def canonical(word: str) -> str:
-    """The word with British spellings mapped to American ones ("colour" -> "color")."""
+    """The word with British spellings mapped to American ones ("colour" -> "color") and a
+    possessive 's dropped."""
+    if word.endswith("'s") or word.endswith("'"):  # possessives: "Program's" is "Program"
+        word = word[:-2] if word.endswith("'s") else word[:-1]
     if word in _SPELLING_WORDS:
         return _SPELLING_WORDS[word]
     if len(word) < 5 or not word.isalpha() or word in _NUMBER_WORDS:
