@@ -48,7 +48,8 @@ class QuoteMatch:
     match_kind: MatchKind
     """How the span was found: exact, fuzzy, ellipsis or none."""
     edits: tuple[QuoteEdit, ...] = ()
-    """Word-level differences between the quote and the span (none for exact hits)."""
+    """Word-level differences between the quote and the span (none for exact hits, and none
+    when `match_ratio` is below `min_fuzzy_ratio`: the quote was not found)."""
     meaning_changes: tuple[MeaningChange, ...] = ()
     """The edits that change what the quote says (number, negation, modality, entity)."""
     low_confidence_reason: str | None = None

@@ -140,8 +140,8 @@ def _checked(
     if not candidates:
         return None, Fidelity()
     best = candidates[0]
-    if not options.meaning_check or best.kind == "exact":
-        return best, Fidelity()
+    if not options.meaning_check or best.kind == "exact" or best.ratio < options.min_fuzzy_ratio:
+        return best, Fidelity()  # verbatim, or not found: there is nothing to compare
     quote_norm = fold(quote)
     fidelity = compare(quote, quote_norm, corpus.texts[best.doc], *_span(corpus, best))
     if not fidelity.changes:
