@@ -4,7 +4,8 @@ Ragas style reproduces Ragas 0.4.3: contexts joined with one space, whitespace c
 lower-cased only when `casefold`; with `normalize_unicode` both sides are first put in Unicode
 NFC (off by default, for parity: Ragas compares code points as given). Typographic style
 normalises both sides the same way (NFC, quotation marks folded, whitespace collapsed, optional
-Unicode casefolding) and looks in each context separately, so a span never matches across two contexts.
+Unicode casefolding) and looks in each context separately, so a span never matches across two
+contexts.
 """
 
 from __future__ import annotations
