@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from groundwire import Context, RagTurn
 from groundwire.cli import app
 from groundwire.cli._verify_quotes import _changes
-from groundwire.evaluators import QuoteVerification, verify_quotes
+from groundwire.evaluators import QuoteVerification, verify_quotes, write_quotes_xlsx
 from groundwire.offline._results import TurnResult
 from groundwire.offline.writers._html import HtmlReportWriter
 
@@ -70,3 +71,19 @@ def test_verify_quotes_table_shows_the_diff_and_the_change(tmp_path: Path) -> No
     )
     (exact,) = verify_quotes(["Members shall not remove books"], {"d": SOURCE}, embedder=None)
     assert _changes(exact) == "-"
+
+
+def test_excel_sheet_has_the_reason_column(tmp_path: Path) -> None:
+    """The Excel quotes sheet says why each unverified quote is not verified."""
+    openpyxl = pytest.importorskip("openpyxl")
+    rows = verify_quotes(
+        ["Members shall remove books from the reading hall", "Members shall not remove books"],
+        {"d": SOURCE},
+        embedder=None,
+    )
+    write_quotes_xlsx(rows, tmp_path / "q.xlsx")
+    sheet = openpyxl.load_workbook(tmp_path / "q.xlsx")["quotes"]
+    header = [cell.value for cell in sheet[1]]
+    column = header.index("low_confidence_reason")
+    reasons = [line[column].value for line in sheet.iter_rows(min_row=2)]
+    assert reasons == ["negation changed: 'shall not' -> 'shall'", None]
