@@ -529,7 +529,11 @@ def test_public_names_are_exported() -> None:
 
     assert set(quote_verification.__all__) == {
         "LABELS",
+        "ChangeKind",
+        "EditKind",
         "MatchKind",
+        "MeaningChange",
+        "QuoteEdit",
         "QuoteMatch",
         "QuoteStats",
         "QuoteVerification",
