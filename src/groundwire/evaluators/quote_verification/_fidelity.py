@@ -20,7 +20,6 @@ and not checked.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
@@ -130,13 +129,14 @@ def _scan(norm: NormalisedText, lo: int, hi: int) -> tuple[list[str], list[tuple
     An ellipsis is the word "…"; "thirty-one" is read as "thirty one"."""
     words: list[str] = []
     spans: list[tuple[int, int]] = []
+    add_word, add_span = words.append, spans.append
     for match in _TOKEN.finditer(norm.text, lo, hi):
         a, b = match.span()
-        if match.group(1):
-            words.append(_ELLIPSIS)
-            spans.append((a, b))
-            continue
         text = match.group(2)
+        if text is None:
+            add_word(_ELLIPSIS)
+            add_span((a, b))
+            continue
         if "-" in text:
             parts = text.split("-")
             if all(number_word(part) is not None for part in parts):
@@ -145,8 +145,8 @@ def _scan(norm: NormalisedText, lo: int, hi: int) -> tuple[list[str], list[tuple
                     spans.append((a, a + len(part)))
                     a += len(part) + 1
                 continue
-        words.append(canonical(text))
-        spans.append((a, b))
+        add_word(canonical(text))
+        add_span((a, b))
     return words, spans
 
 
@@ -485,12 +485,12 @@ def _meaning(block: _Block, quote: _Side, source: _Side) -> list[MeaningChange]:
     q_neg = sum(negations(quote.meaning(i)) for i in said)
     if q_neg != sum(negations(source.meaning(j)) for j in wrote):
         changes.append(_change("negation", quote, (i1, i2), source, (j1, j2)))
-    q_modals = Counter(m for i in said if (m := MODALS.get(quote.meaning(i))) is not None)
-    s_modals = Counter(m for j in wrote if (m := MODALS.get(source.meaning(j))) is not None)
+    q_modals = sorted(m for i in said if (m := MODALS.get(quote.meaning(i))) is not None)
+    s_modals = sorted(m for j in wrote if (m := MODALS.get(source.meaning(j))) is not None)
     if q_modals != s_modals:
         changes.append(_change("modality", quote, (i1, i2), source, (j1, j2)))
-    q_names = Counter(quote.meaning(i) for i in said if quote.entity(i))
-    s_names = Counter(source.meaning(j) for j in wrote if source.entity(j))
+    q_names = sorted(quote.meaning(i) for i in said if quote.entity(i))
+    s_names = sorted(source.meaning(j) for j in wrote if source.entity(j))
     if q_names != s_names:
         changes.append(_change("entity", quote, (block.i1, block.i2), source, (j1, j2)))
     return changes
