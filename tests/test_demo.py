@@ -147,8 +147,10 @@ def test_demo_summary_shows_real_scores_and_the_files(
     assert "offline stand-in" in text
     assert "groundedness and citation_support were skipped" in text
     assert f"not in the sources: \u201c{INVENTED}\u201d" in text
-    assert "misquoted: \u201c" in text
-    assert "(number changed: 'four hundred' -> 'four')" in text
+    assert (
+        "6. misquoted (quote_verification refuses it): number changed: 'four hundred' -> 'four'"
+        in text
+    )
     assert re.search(r"mean\s+│\s+0\.40\s+│\s+0\.60\s+│", result.stdout)
     assert "6 of 6 turns scored while the app ran" in text
     assert "agrees on 12 of 12 deterministic scores" in text

@@ -95,9 +95,7 @@ def _flags(run: DemoRun) -> list[str]:
             quote, kind = str(row.get("quote", "")), row.get("match_kind")
             if row.get("meaning_changes"):
                 why = escape(str(row.get("low_confidence_reason")))
-                lines.append(
-                    f"{index}. [red]misquoted[/]: \u201c{escape(_short(quote))}\u201d ({why})"
-                )
+                lines.append(f"{index}. [red]misquoted[/] (quote_verification refuses it): {why}")
             elif row.get("low_confidence"):
                 shown = escape(_short(quote))
                 lines.append(f"{index}. [red]not in the sources[/]: \u201c{shown}\u201d")
