@@ -60,6 +60,7 @@ _TOKEN = re.compile(r"(\.{3,}|…)|([$€£¥]?\w+(?:[-'.,:/]\w+)*%?)")
 _NUMERAL = re.compile(r"[$€£¥]?v?\d+(?:[.,:/-]\d+)*(?:%|[a-z]{1,3})?")
 _ORDINAL_SUFFIX = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
 _NUMERAL_START = frozenset("0123456789$€£¥v")
+_MAYBE_IDENTIFIER = re.compile(r"[\d_.]")
 _CAMEL = re.compile(r"[a-z][A-Z][a-z]|[a-z]{2}[A-Z]")
 _DOTTED = re.compile(r"[a-z]{2,}\.[a-z]{2,}")
 _SENTENCE_END = frozenset(".!?:;)")
@@ -218,6 +219,14 @@ class _Side:
         if not raw[:1].isupper():
             return False
         return not _starts_sentence(self.original, self.bounds(index)[0], 0)
+
+    def may_name(self, indexes: range) -> bool:
+        """False when no word in `indexes` can be a name or identifier (no capital, digit,
+        underscore or dot): a cheap test before `entity`."""
+        if not indexes:
+            return False
+        text = self.span(indexes.start, indexes.stop)[0]
+        return text != text.lower() or _MAYBE_IDENTIFIER.search(text) is not None
 
     def numeric(self, index: int) -> bool:
         """Part of a number, date, amount or version."""
@@ -489,8 +498,14 @@ def _meaning(block: _Block, quote: _Side, source: _Side) -> list[MeaningChange]:
     s_modals = sorted(m for j in wrote if (m := MODALS.get(source.meaning(j))) is not None)
     if q_modals != s_modals:
         changes.append(_change("modality", quote, (i1, i2), source, (j1, j2)))
-    q_names = sorted(quote.meaning(i) for i in said if quote.entity(i))
-    s_names = sorted(source.meaning(j) for j in wrote if source.entity(j))
+    q_names = (
+        sorted(quote.meaning(i) for i in said if quote.entity(i)) if quote.may_name(said) else []
+    )
+    s_names = (
+        sorted(source.meaning(j) for j in wrote if source.entity(j))
+        if source.may_name(wrote)
+        else []
+    )
     if q_names != s_names:
         changes.append(_change("entity", quote, (block.i1, block.i2), source, (j1, j2)))
     return changes
