@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from groundwire import Context, RagTurn
 from groundwire.evaluators import QuoteMatch, QuoteVerification, verify_quotes
@@ -271,3 +274,38 @@ def test_evaluator_refuses_misquotes_and_says_what_changed() -> None:
     json.dumps(score.details)
     lenient = QuoteVerification(embedder=None, meaning_check=False).evaluate(turn)
     assert lenient.value == 1.0
+
+
+_WORDS_OF_HANDBOOK = HANDBOOK.split()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, len(_WORDS_OF_HANDBOOK) - 12),
+    st.integers(6, 12),
+    st.sampled_from(["upper", "lower", "keep"]),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.integers(-1, 11),
+)
+def test_harmless_rewrites_of_any_passage_never_change_meaning(
+    first: int, size: int, case: str, respace: bool, curly: bool, depunctuate: bool, typo: int
+) -> None:
+    """Property: any passage re-cased, re-spaced, with curly apostrophes, without trailing
+    punctuation or with two letters of a long word swapped is verified with no meaning change."""
+    words = _WORDS_OF_HANDBOOK[first : first + size]
+    if 0 <= typo < len(words) and words[typo].isalpha() and len(words[typo]) >= 6:
+        word = words[typo]
+        words = [*words[:typo], word[0] + word[2] + word[1] + word[3:], *words[typo + 1 :]]
+    quote = " ".join(words)
+    quote = quote.upper() if case == "upper" else quote.lower() if case == "lower" else quote
+    if respace:
+        quote = quote.replace(" ", "  \n ", 2)
+    if curly:
+        quote = quote.replace("'", "\u2019")
+    if depunctuate:
+        quote = re.sub(r"[,;.!?](?=\s|$)", "", quote)
+    row = _one(quote)
+    assert row.meaning_changes == (), (quote, row.low_confidence_reason)
+    assert row.verified, (quote, row.low_confidence_reason)
