@@ -128,26 +128,28 @@ def _scan(norm: NormalisedText, lo: int, hi: int) -> tuple[list[str], list[tuple
     """The words of normalised [lo, hi) in their compared form, and their normalised spans.
 
     An ellipsis is the word "…"; "thirty-one" is read as "thirty one"."""
-    words: list[str] = []
+    matches = list(_TOKEN.finditer(norm.text, lo, hi))
+    if "-" not in norm.text[lo:hi]:  # the common case, in one pass
+        words = [canonical(m[2]) if m[2] is not None else _ELLIPSIS for m in matches]
+        return words, [m.span() for m in matches]
+    words = []
     spans: list[tuple[int, int]] = []
-    add_word, add_span = words.append, spans.append
-    for match in _TOKEN.finditer(norm.text, lo, hi):
+    for match in matches:
         a, b = match.span()
-        text = match.group(2)
+        text = match[2]
         if text is None:
-            add_word(_ELLIPSIS)
-            add_span((a, b))
+            words.append(_ELLIPSIS)
+            spans.append((a, b))
             continue
-        if "-" in text:
-            parts = text.split("-")
-            if all(number_word(part) is not None for part in parts):
-                for part in parts:
-                    words.append(part)
-                    spans.append((a, a + len(part)))
-                    a += len(part) + 1
-                continue
-        add_word(canonical(text))
-        add_span((a, b))
+        parts = text.split("-")
+        if len(parts) > 1 and all(number_word(part) is not None for part in parts):
+            for part in parts:
+                words.append(part)
+                spans.append((a, a + len(part)))
+                a += len(part) + 1
+            continue
+        words.append(canonical(text))
+        spans.append((a, b))
     return words, spans
 
 
