@@ -546,6 +546,8 @@ def _source_words(
     """The span's words, widened by the document's words just outside it when the quote's
     first or last words stand there (a trimmed span can leave out "four" of "four hundred")."""
     words, spans = _scan(norm, start, end)
+    if not quote or not words or (quote[0] == words[0] and quote[-1] == words[-1]):
+        return words, spans  # the ends agree: nothing stands outside the span
     lead, trail = _edges(quote, words)
     if not (lead or trail):
         return words, spans
@@ -582,6 +584,8 @@ def compare(
     quote's first or last words stand just outside the span, they are compared there."""
     q_words, q_spans = _scan(quote_norm, 0, len(quote_norm.text))
     s_words, s_spans = _source_words(q_words, document_norm, start, end)
+    if q_words == s_words:
+        return Fidelity()
     origin = int(document_norm.offsets[start]) if start < len(document_norm.offsets) else 0
     quote_side = _Side(q_words, q_spans, quote_norm, quote, 0)
     source_side = _Side(s_words, s_spans, document_norm, document, origin)
