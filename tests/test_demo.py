@@ -126,9 +126,11 @@ def test_demo_rescored_the_trace_file_into_a_report_and_scores(
     assert invented["scores"]["quoted_spans"] == 0.0
     assert all(r["scores"]["groundedness"] is None for r in records)
     assert all(r["details"]["groundedness"]["label"] == "skipped" for r in records)
-    slipped = records[5]  # a dropped word: found fuzzily, not verbatim
+    slipped = records[5]  # a dropped word ("four [hundred] volumes"): a changed number
     assert slipped["scores"]["quoted_spans"] == 0.0
-    assert slipped["scores"]["quote_verification"] == 1.0
+    assert slipped["scores"]["quote_verification"] == 0.0
+    (row,) = slipped["details"]["quote_verification"]["details"]["quotes"]
+    assert row["low_confidence_reason"] == "number changed: 'four hundred' -> 'four'"
     report = (out / "report.html").read_text(encoding="utf-8")
     assert report.startswith("<!DOCTYPE html>") or report.lstrip().lower().startswith("<!doctype")
     assert INVENTED in report
@@ -146,10 +148,10 @@ def test_demo_summary_shows_real_scores_and_the_files(
     assert "groundedness and citation_support were skipped" in text
     assert f"not in the sources: \u201c{INVENTED}\u201d" in text
     assert (
-        "the answer says \u201cfour volumes\u201d, the source \u201cfour hundred volumes\u201d"
+        "6. misquoted (quote_verification refuses it): number changed: 'four hundred' -> 'four'"
         in text
     )
-    assert re.search(r"mean\s+│\s+0\.40\s+│\s+0\.80\s+│", result.stdout)
+    assert re.search(r"mean\s+│\s+0\.40\s+│\s+0\.60\s+│", result.stdout)
     assert "6 of 6 turns scored while the app ran" in text
     assert "agrees on 12 of 12 deterministic scores" in text
     for name in ("traces.jsonl", "report.html", "scores.jsonl"):

@@ -93,7 +93,8 @@ def test_langchain_online_sends_scores_to_the_collector(runs: dict[str, Run]) ->
         "For how long may books be borrowed? -> quote_verification=0.0, quoted_spans=0.0"
         in run.text
     )
-    assert "What was the library in 1887? -> quote_verification=1.0, quoted_spans=0.0" in run.text
+    # the stand-in drops "hundred" of "four hundred volumes": a changed number, refused
+    assert "What was the library in 1887? -> quote_verification=0.0, quoted_spans=0.0" in run.text
     assert "children of the turn spans): 3" in run.text
     assert "groundwire.evaluation.score histogram: 6 scores recorded" in run.text
 

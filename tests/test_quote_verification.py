@@ -311,6 +311,9 @@ def test_quote_sharing_no_word_with_documents_is_not_found() -> None:
         "doc_end": None,
         "low_confidence": True,
         "match_kind": "none",
+        "edits": [],
+        "meaning_changes": [],
+        "low_confidence_reason": "not found: no document shares a word with the quote",
     }
 
 
@@ -526,7 +529,11 @@ def test_public_names_are_exported() -> None:
 
     assert set(quote_verification.__all__) == {
         "LABELS",
+        "ChangeKind",
+        "EditKind",
         "MatchKind",
+        "MeaningChange",
+        "QuoteEdit",
         "QuoteMatch",
         "QuoteStats",
         "QuoteVerification",
@@ -567,7 +574,7 @@ def test_derived_window_size_follows_the_card_within_bounds() -> None:
 
 
 _ALPHABET = st.sampled_from(
-    ["ab", "cd", "ef", "Gh", " ", "  ", "\n", ".", "...", "…", ",", "ß", "’"]
+    ["ab", "cd", "ef", "Gh", " ", "  ", "\n", ".", "...", "…", ",", "ß", "’", "e\u0301", "é", "3"]
 )
 
 
@@ -596,9 +603,14 @@ def test_any_input_gives_consistent_rows(
     assert [row.quote for row in rows] == quotes
     for row in rows:
         assert 0.0 <= row.match_ratio <= 1.0
-        assert row.low_confidence == (row.match_ratio < 0.6)
+        assert row.low_confidence == (row.match_ratio < 0.6 or bool(row.meaning_changes))
+        assert (row.low_confidence_reason is not None) == row.low_confidence
         if row.source_doc is not None:
             check_offsets(row, documents)
+            text = documents[row.source_doc]
+            for edit in (*row.edits, *row.meaning_changes):
+                assert row.quote[edit.quote_start : edit.quote_end] == edit.quote_text
+                assert text[edit.source_start : edit.source_end] == edit.source_text
         else:
             assert row.match_kind == "none" and row.span_text == ""
 

@@ -67,6 +67,27 @@ def quote_verification() -> Row:
     )
 
 
+def quote_fidelity() -> Row:
+    """Misquotes refused and faithful quotes kept, and the meaning check's cost."""
+    r = _load("quote_fidelity")
+    kinds = r["per_kind"]
+    altered = {k: v for k, v in kinds.items() if k not in ("verbatim", "typo")}
+    refused = min(v["refused_after"] for v in altered.values())
+    before = max(v["refused_before"] for v in altered.values())
+    verbatim, typo = kinds["verbatim"]["verified_after"], kinds["typo"]["verified_after"]
+    t = r["time_s"]
+    ok = refused >= 0.9 and verbatim == 1.0 and typo >= 0.95 and t["ratio"] <= 1.3
+    return (
+        _link("quote_fidelity", "quote fidelity")
+        + f": misquotes cut from Debian's licence texts, {r['quotes']} quotes",
+        f"each altered kind (number, negation, modal, name) refused ≥ {refused:.0%} (ratio "
+        f"alone: ≤ {before:.1%}); verbatim {verbatim:.0%} and typo {typo:.0%} verified; "
+        f"**{t['ratio']:.2f}x** the CPU time of the ratio-only check (paired runs "
+        f"{min(t['paired_ratios']):.2f}–{max(t['paired_ratios']):.2f}x, wall {t['wall_ratio']:.2f}x)",
+        f"≥ 90% refused, 100%/≥ 95% kept, ≤ 1.3x time: {_met(ok)}",
+    )
+
+
 def instrumentation_overhead() -> Row:
     """Capture overhead per turn vs OpenInference's instrumentors."""
     r = _load("instrumentation_overhead")
@@ -181,6 +202,7 @@ def mutation() -> Row:
 
 BUILDERS: tuple[Callable[[], Row], ...] = (
     quote_verification,
+    quote_fidelity,
     instrumentation_overhead,
     online,
     log_events,

@@ -86,7 +86,8 @@ def _difference(quote: str, source: str) -> str:
 
 
 def _flags(run: DemoRun) -> list[str]:
-    """One line per quote worth a look: not found in the sources, or found but not verbatim."""
+    """One line per quote worth a look: misquoted (what it changed), not found in the sources,
+    or found but not verbatim."""
     lines: list[str] = []
     for index, result in enumerate(run.results, 1):
         check = result.scores.get("quote_verification")
@@ -94,7 +95,10 @@ def _flags(run: DemoRun) -> list[str]:
             continue
         for row in check.details.get("quotes", ()):
             quote, kind = str(row.get("quote", "")), row.get("match_kind")
-            if row.get("low_confidence"):
+            if row.get("meaning_changes"):
+                why = escape(str(row.get("low_confidence_reason")))
+                lines.append(f"{index}. [red]misquoted[/] (quote_verification refuses it): {why}")
+            elif row.get("low_confidence"):
                 shown = escape(_short(quote))
                 lines.append(f"{index}. [red]not in the sources[/]: \u201c{shown}\u201d")
             elif kind != "exact":

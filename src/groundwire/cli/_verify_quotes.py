@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from groundwire.evaluators.quote_verification import QuoteMatch
 
 from groundwire.cli._app import app, console, err_console
 from groundwire.cli._errors import bad_argument, guarded
@@ -84,6 +87,19 @@ def _short(text: str) -> str:
     """Whitespace-collapsed text cut for a table cell, markup escaped."""
     flat = " ".join(text.split())
     return escape(flat if len(flat) <= _SHORT else flat[: _SHORT - 1] + "…")
+
+
+def _changes(row: QuoteMatch) -> str:
+    """The quote's word edits: source words struck in red (-), quote words in green (+), then
+    what a misquote changed ('-' alone for a verbatim quote)."""
+    shown = []
+    for edit in row.edits:
+        source = f"[red strike]-{escape(edit.source_text)}[/]" if edit.source_text else ""
+        quote = f"[green]+{escape(edit.quote_text)}[/]" if edit.quote_text else ""
+        shown.append(" ".join(part for part in (source, quote) if part))
+    if row.meaning_changes and row.low_confidence_reason:
+        shown.append(f"[bold red]{escape(row.low_confidence_reason)}[/]")
+    return "; ".join(shown) or "-"
 
 
 def _number(value: float | None, digits: int = 2) -> str:
@@ -212,6 +228,11 @@ def verify_quotes_command(
                 "[red]no[/red]" if row.low_confidence else "[green]yes[/green]",
             )
         console.print(table)
+        changed = [(index, row) for index, row in enumerate(rows, start=1) if row.edits]
+        if changed:
+            console.print("differences from the source (-source words, +quote words):")
+        for index, row in changed:
+            console.print(f"  {index}. {_changes(row)}", highlight=False)
     stats = quote_stats(rows)
     err_console.print(
         f"{stats.n_quotes - stats.n_low_match_confidence} of {stats.n_quotes} quotes verified; "

@@ -5,9 +5,15 @@
 2. Pairs: each claim's citations are resolved to context spans: `[n]`, `[n, m]` and `[^n]`
    markers to the n-th context (1-based by default, `index_base`), quoted text to where
    `verify_quotes` finds it (the span with up to 300 characters around it). A marker past the
-   last context, or a quote found nowhere, is a pair that is `not_supported` with no LLM call.
+   last context, a quote found nowhere, or a quote that changes its source's meaning (a number,
+   negation, modal verb or name: `quote_misquoted`), is a pair that is `not_supported` with no
+   LLM call.
 3. Audit: each (claim, span) pair is audited strictly (`audit_citation`); a claim's verdict is
-   the best of its pairs' verdicts.
+   the best of its pairs' verdicts. A supporting phrase not found verbatim in the span is
+   checked the way quotes are (`verify_quotes`, Unicode NFC, case, quote marks, typos): one that
+   matches and changes no meaning is in the span (the `phrase_not_in_span` cap is lifted); one
+   that changes a number, negation, modal verb or name keeps the cap, and a flag names the change
+   (`phrase_number_changed`, ...).
 
     score = fully supported cited claims / cited claims        (citation precision)
 
@@ -22,7 +28,7 @@ import asyncio
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 from groundwire import semconv
@@ -37,6 +43,8 @@ from groundwire.judges import (
     skipped_score,
 )
 from groundwire.judges._audit import (
+    FLAG_PASSES_DISAGREE,
+    FLAG_PHRASE_NOT_IN_SPAN,
     VERDICT_ORDER,
     CitationVerdict,
     aaudit_citation,
@@ -51,6 +59,7 @@ __all__ = [
     "CitationVerdict",
     "aaudit_citation",
     "audit_citation",
+    "recheck_phrase",
     "resolve_citations",
 ]
 
@@ -58,6 +67,8 @@ FLAG_OUT_OF_RANGE: Final = "citation_out_of_range"
 """A marker names a context the turn does not have."""
 FLAG_QUOTE_NOT_FOUND: Final = "quote_not_found"
 """A quote was not found (with confidence) in any context."""
+FLAG_QUOTE_MISQUOTED: Final = "quote_misquoted"
+"""A quote was found, but it changes its source's meaning (a number, negation, modal or name)."""
 SPAN_PREVIEW_CHARS: Final = 500
 """Characters of each audited span kept in `details` (spans can be whole documents)."""
 
@@ -79,7 +90,9 @@ class Citation:
     span: str
     """The text the claim is audited against (empty when unresolved)."""
     problem: str | None = None
-    """`citation_out_of_range` or `quote_not_found` when unresolved."""
+    """`citation_out_of_range`, `quote_not_found` or `quote_misquoted` when unresolved."""
+    reason: str | None = None
+    """What a misquote changed ("number changed: '30' -> '60'")."""
 
 
 def _markers(claim: str, contexts: Sequence[str], index_base: int) -> list[Citation]:
@@ -108,11 +121,40 @@ def _quotes(
     documents = {str(index): text for index, text in enumerate(contexts)}
     citations: list[Citation] = []
     for row in verify_quotes(quotes, documents, embedder=None):
-        if row.source_doc is None or row.low_confidence:
+        if row.source_doc is not None and row.meaning_changes:
+            reason = row.low_confidence_reason
+            citations.append(
+                Citation("quote", row.quote, None, "", FLAG_QUOTE_MISQUOTED, reason=reason)
+            )
+        elif row.source_doc is None or row.low_confidence:
             citations.append(Citation("quote", row.quote, None, "", FLAG_QUOTE_NOT_FOUND))
         else:
             citations.append(Citation("quote", row.quote, int(row.source_doc), row.context_window))
     return citations
+
+
+def recheck_phrase(audited: CitationVerdict, span: str) -> CitationVerdict:
+    """The `phrase_not_in_span` check redone the way quotes are verified.
+
+    A supporting phrase that is not verbatim in the span but that `verify_quotes` verifies there
+    (it differs only in Unicode form, case, quote marks, spacing or typos, and changes no
+    meaning) counts as in the span: the flag goes and the judge's verdict stands (unless two
+    stricter passes disagreed). A phrase that changes a number, negation, modal verb or name
+    keeps the flag and the cap, plus one `phrase_<kind>_changed` flag per kind of change."""
+    phrase = audited.supporting_phrase
+    if FLAG_PHRASE_NOT_IN_SPAN not in audited.flags or not phrase.strip() or not span.strip():
+        return audited
+    from groundwire.evaluators.quote_verification import verify_quotes
+
+    (row,) = verify_quotes([phrase], {"span": span}, embedder=None)
+    if row.verified:
+        flags = tuple(flag for flag in audited.flags if flag != FLAG_PHRASE_NOT_IN_SPAN)
+        verdict = audited.verdict
+        if FLAG_PASSES_DISAGREE not in audited.flags:
+            verdict = audited.judge_verdict
+        return replace(audited, verdict=verdict, phrase_in_span=True, flags=flags)
+    kinds = dict.fromkeys(f"phrase_{change.kind}_changed" for change in row.meaning_changes)
+    return replace(audited, flags=(*audited.flags, *kinds))
 
 
 def resolve_citations(
@@ -243,22 +285,26 @@ class CitationSupport:
     ) -> CitationVerdict | JudgeError:
         """Audit one pair (an unresolved citation is not supported, no call); errors returned."""
         if citation.problem is not None:
+            basis = f"The citation {citation.ref} could not be resolved ({citation.problem})."
+            if citation.reason is not None:
+                basis = f"The quote {citation.ref} misquotes its source ({citation.reason})."
             return CitationVerdict(
                 verdict="not_supported",
                 supporting_phrase="",
                 missing=claim,
-                basis=f"The citation {citation.ref} could not be resolved ({citation.problem}).",
+                basis=basis,
                 judge_verdict="not_supported",
                 phrase_in_span=False,
                 flags=(citation.problem,),
                 passes=0,
             )
         try:
-            return await audit_pair(
+            audited = await audit_pair(
                 judge, claim, citation.span, stricter=self.stricter, attempts=self.max_retries
             )
         except JudgeError as error:
             return error
+        return await asyncio.to_thread(recheck_phrase, audited, citation.span)
 
     def _aggregate(
         self,

@@ -8,7 +8,9 @@ rows[0].source_doc, rows[0].span_text, rows[0].match_ratio, rows[0].low_confiden
 ```
 
 An exact (whitespace- and case-insensitive) hit is found by substring search; other quotes go
-through BM25 over overlapping windows and fuzzy trimming. See docs/quote_verification.md.
+through BM25 over overlapping windows and fuzzy trimming, then a word-by-word meaning check
+(`rows[0].edits`, `rows[0].meaning_changes`, `rows[0].low_confidence_reason`): a changed number,
+negation, modal verb or name is never verified. See docs/quote_verification.md.
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ from groundwire.evaluators.quote_verification._export import (
     write_quotes_xlsx,
     write_stats_csv,
 )
+from groundwire.evaluators.quote_verification._fidelity import (
+    ChangeKind,
+    EditKind,
+    MeaningChange,
+    QuoteEdit,
+)
 from groundwire.evaluators.quote_verification._rows import MatchKind, QuoteMatch
 from groundwire.evaluators.quote_verification._stats import QuoteStats, quote_stats
 from groundwire.evaluators.quote_verification._trim import TrimMethod
@@ -25,7 +33,11 @@ from groundwire.evaluators.quote_verification._verify import verify_quotes
 
 __all__ = [
     "LABELS",
+    "ChangeKind",
+    "EditKind",
     "MatchKind",
+    "MeaningChange",
+    "QuoteEdit",
     "QuoteMatch",
     "QuoteStats",
     "QuoteVerification",

@@ -6,6 +6,8 @@ import bisect
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
+import numpy as np
+
 from groundwire.evaluators.quote_verification._bm25 import DocumentTokens, WindowIndex
 from groundwire.evaluators.quote_verification._normalise import NormalisedText, normalise
 from groundwire.evaluators.quote_verification._windows import Window, make_windows
@@ -78,6 +80,23 @@ class Corpus:
             hits.append((doc, start, start + len(quote)))
             position = self._joined.find(quote, position + 1)
         return hits
+
+    def find_verbatim(self, quote: str, first: tuple[int, int, int]) -> tuple[int, int, int] | None:
+        """Where the quote stands verbatim (doc, normalised start, end), preferring `first` (the
+        first normalised hit); None when no document has it verbatim."""
+        doc, start, end = first
+        norm = self.norms[doc]
+        lo, hi = norm.to_original(start, end)
+        if self.texts[doc][lo:hi] == quote:
+            return first
+        for index, text in enumerate(self.texts):
+            position = text.find(quote)
+            if position >= 0:
+                offsets = self.norms[index].offsets
+                n_start = int(np.searchsorted(offsets, position, side="left"))
+                n_end = int(np.searchsorted(offsets, position + len(quote), side="left"))
+                return index, n_start, n_end
+        return None
 
     def index(
         self, size: int, overlap: int, k1: float, b: float

@@ -42,8 +42,10 @@ class QuoteVerification:
     """Locates each quote of the answer in the turn's contexts; the score is the verified share.
 
     Quotes are the answer's typographic quotations of at least `min_len` words; a quote is
-    verified when its `match_ratio` reaches `min_fuzzy_ratio`. A turn without quotes is not
-    applicable (label `no_quotes`). `details["quotes"]` holds one `verify_quotes` row per quote.
+    verified when its `match_ratio` reaches `min_fuzzy_ratio` and (with `meaning_check`, the
+    default) it changes no number, negation, modal verb or name of its source. A turn without
+    quotes is not applicable (label `no_quotes`). `details["quotes"]` holds one `verify_quotes`
+    row per quote.
     """
 
     name: str = "quote_verification"
@@ -62,6 +64,7 @@ class QuoteVerification:
         trim_method: TrimMethod = "fuzzy",
         min_fuzzy_ratio: float = 0.6,
         expand_window_neighbors: int = 1,
+        meaning_check: bool = True,
     ) -> None:
         """Configure extraction and matching; bad options raise at once, naming the option."""
         self.min_len = check_min_len(min_len, "quote_verification: min_len")
@@ -81,6 +84,7 @@ class QuoteVerification:
             trim_method=trim_method,
             min_fuzzy_ratio=min_fuzzy_ratio,
             expand_window_neighbors=expand_window_neighbors,
+            meaning_check=meaning_check,
         )
 
     def evaluate(self, turn: RagTurn) -> Score:
@@ -104,6 +108,7 @@ class QuoteVerification:
             trim_method=o.trim_method,
             min_fuzzy_ratio=o.min_fuzzy_ratio,
             expand_window_neighbors=o.expand_window_neighbors,
+            meaning_check=o.meaning_check,
         )
         verified = sum(row.verified for row in rows)
         details: list[dict[str, Any]] = []
@@ -126,11 +131,20 @@ def _label(verified: int, total: int) -> str:
 
 
 def _explain(rows: list[QuoteMatch], verified: int, *, has_contexts: bool) -> str:
-    """One sentence: how many quotes were found, and the first unverified ones."""
-    text = f"{verified} of {len(rows)} quotes found in the contexts"
+    """One sentence: how many quotes were verified, and the first unverified ones (misquotes
+    with what they changed)."""
+    text = f"{verified} of {len(rows)} quotes verified in the contexts"
     if not has_contexts:
         return text + " (the turn has no contexts)"
-    misses = [row.quote for row in rows if row.low_confidence][:_SHOWN_MISSES]
-    if misses:
-        text += "; not found: " + ", ".join(f"“{_short(quote)}”" for quote in misses)
+    misses = [row for row in rows if row.low_confidence][:_SHOWN_MISSES]
+    found = [f"“{_short(row.quote)}”" for row in misses if not row.meaning_changes]
+    changed = [
+        f"“{_short(row.quote)}” ({row.meaning_changes[0].describe()})"
+        for row in misses
+        if row.meaning_changes
+    ]
+    if found:
+        text += "; not found: " + ", ".join(found)
+    if changed:
+        text += "; misquoted: " + ", ".join(changed)
     return text

@@ -23,6 +23,7 @@ XLSX_COLUMNS: tuple[tuple[str, int, bool], ...] = (
     ("span_text", 50, True),
     ("match_ratio", 12, False),
     ("low_confidence", 14, False),
+    ("low_confidence_reason", 40, True),
     ("cosine_similarity", 16, False),
     ("bm25_score", 12, False),
     ("bm25_ratio", 12, False),

@@ -51,10 +51,29 @@ class Locator:
         o = self._options
         return self._corpus.index(self._size, self._overlap, o.bm25_k1, o.bm25_b)
 
-    def locate(self, quote: str) -> Located | None:
-        """Where the normalised quote is, or None when no document shares a word with it."""
+    def locate(self, quote: str, original: str | None = None) -> Located | None:
+        """Where the normalised quote is, or None when no document shares a word with it.
+
+        Of several exact hits, one where the document has the `original` quote verbatim wins."""
+        found = self.candidates(quote, original)
+        return found[0] if found else None
+
+    def candidates(self, quote: str, original: str | None = None) -> list[Located]:
+        """Where the normalised quote may be, best first: one span for an exact hit or an
+        ellipsis quote, else the trimmed spans of the best BM25 windows."""
+        located = self._locate(quote, original)
+        if isinstance(located, list):
+            return located
+        return [] if located is None else [located]
+
+    def _locate(self, quote: str, original: str | None) -> Located | list[Located] | None:
+        """`candidates`, with one span where there is only one."""
         hit = self._corpus.find_exact(quote)
         if hit:
+            if original is not None:
+                verbatim = self._corpus.find_verbatim(original.strip(), hit[0])
+                if verbatim is not None:
+                    return Located(*verbatim, 1.0, None, None, "exact")
             return Located(*hit[0], 1.0, None, None, "exact")
         parts = split_ellipsis(quote)
         if len(parts) >= 2:
@@ -64,8 +83,7 @@ class Locator:
             if hit:
                 return Located(*hit[0], 1.0, None, None, "exact")
             quote = parts[0]
-        found = self._candidates(quote)
-        return found[0] if found else None
+        return self._candidates(quote)
 
     def _candidates(self, quote: str) -> list[Located]:
         """Spans from the best BM25 windows, best match first."""

@@ -46,6 +46,7 @@ class Options:
     trim_method: TrimMethod
     min_fuzzy_ratio: float
     expand_window_neighbors: int
+    meaning_check: bool = True
 
     @classmethod
     def checked(
@@ -60,14 +61,16 @@ class Options:
         trim_method: object,
         min_fuzzy_ratio: object,
         expand_window_neighbors: object,
+        meaning_check: object = True,
     ) -> Options:
         """Validate every option; the error names the option and the accepted values."""
         size = _int_option("window_size", window_size, 1, optional=True)
         over = _int_option("overlap", overlap, 0, optional=True)
         if size is not None and over is not None and over >= size:
             raise ValueError(f"overlap must be smaller than window_size ({size}), got {over}")
-        if not isinstance(trim_spans, bool):
-            raise TypeError(f"trim_spans must be a bool, got {type(trim_spans).__name__}")
+        for flag, value in (("trim_spans", trim_spans), ("meaning_check", meaning_check)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{flag} must be a bool, got {type(value).__name__}")
         if trim_method not in TRIM_METHODS:
             raise ValueError(
                 f"trim_method must be one of {list(TRIM_METHODS)}, got {trim_method!r}"
@@ -81,8 +84,9 @@ class Options:
             bm25_k1=_float_option("bm25_k1", bm25_k1, 0.0, None),
             bm25_b=_float_option("bm25_b", bm25_b, 0.0, 1.0),
             ellipsis_max_gap=_int_option("ellipsis_max_gap", ellipsis_max_gap, 0, optional=True),
-            trim_spans=trim_spans,
+            trim_spans=bool(trim_spans),
             trim_method=trim_method,  # type: ignore[arg-type]
             min_fuzzy_ratio=_float_option("min_fuzzy_ratio", min_fuzzy_ratio, 0.0, 1.0),
             expand_window_neighbors=neighbours or 0,
+            meaning_check=bool(meaning_check),
         )

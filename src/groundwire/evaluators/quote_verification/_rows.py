@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypeAlias
 
+from groundwire.evaluators.quote_verification._fidelity import MeaningChange, QuoteEdit
+
 __all__ = ["MatchKind", "QuoteMatch"]
 
 MatchKind: TypeAlias = Literal["exact", "fuzzy", "ellipsis", "none"]
@@ -41,15 +43,27 @@ class QuoteMatch:
     doc_end: int | None
     """Span end (exclusive) within `source_doc`."""
     low_confidence: bool
-    """True when `match_ratio` is below `min_fuzzy_ratio`: the quote is not verified."""
+    """True when the quote is not verified: `match_ratio` is below `min_fuzzy_ratio`, or the
+    quote changes the source's meaning (see `meaning_changes`)."""
     match_kind: MatchKind
     """How the span was found: exact, fuzzy, ellipsis or none."""
+    edits: tuple[QuoteEdit, ...] = ()
+    """Word-level differences between the quote and the span (none for exact hits, and none
+    when `match_ratio` is below `min_fuzzy_ratio`: the quote was not found)."""
+    meaning_changes: tuple[MeaningChange, ...] = ()
+    """The edits that change what the quote says (number, negation, modality, entity)."""
+    low_confidence_reason: str | None = None
+    """Why the quote is not verified ("number changed: 'four hundred' -> 'four'"); None when
+    it is."""
 
     @property
     def verified(self) -> bool:
-        """True when the quote was found with enough confidence."""
+        """True when the quote was found with enough confidence and changes no meaning."""
         return not self.low_confidence
 
     def to_dict(self) -> dict[str, Any]:
-        """The row as a JSON-serialisable dict (field order as above)."""
-        return asdict(self)
+        """The row as a JSON-serialisable dict (field order as above; edits as lists of dicts)."""
+        data = asdict(self)
+        data["edits"] = [dict(edit) for edit in data["edits"]]
+        data["meaning_changes"] = [dict(change) for change in data["meaning_changes"]]
+        return data

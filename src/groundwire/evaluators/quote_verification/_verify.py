@@ -14,8 +14,13 @@ from groundwire.embeddings import (
 )
 from groundwire.evaluators.quote_verification._corpus import Corpus, Documents, coerce_documents
 from groundwire.evaluators.quote_verification._ellipsis import Located
+from groundwire.evaluators.quote_verification._fidelity import Fidelity, compare
 from groundwire.evaluators.quote_verification._locate import Locator
-from groundwire.evaluators.quote_verification._normalise import normalise_quote
+from groundwire.evaluators.quote_verification._normalise import (
+    NormalisedText,
+    fold,
+    normalise_quote,
+)
 from groundwire.evaluators.quote_verification._options import Options
 from groundwire.evaluators.quote_verification._rows import QuoteMatch
 from groundwire.evaluators.quote_verification._trim import TrimMethod
@@ -25,6 +30,10 @@ __all__ = ["CONTEXT_CHARS", "verify_quotes"]
 
 CONTEXT_CHARS = 300
 """Characters of document kept on each side of the span in `context_window`."""
+_NEAR = 80
+"""Characters beside a runner-up span searched for what the quote says instead."""
+_RUNNER_UP_MARGIN = 0.05
+"""How much lower a runner-up span's match ratio may be when it changes no meaning."""
 
 
 def _check_quotes(quotes: object) -> list[str]:
@@ -58,6 +67,7 @@ def verify_quotes(
     trim_method: TrimMethod = "fuzzy",
     min_fuzzy_ratio: float = 0.6,
     expand_window_neighbors: int = 1,
+    meaning_check: bool = True,
 ) -> list[QuoteMatch]:
     """Locate each quote in the documents; one `QuoteMatch` per quote, in order.
 
@@ -72,6 +82,10 @@ def verify_quotes(
       `trim_method` "fuzzy", "sliding_bm25" or "hybrid"; `expand_window_neighbors`: windows added
       on a side where the trimmed span touches the window edge.
     - `min_fuzzy_ratio`: a `match_ratio` below it sets `low_confidence`.
+    - `meaning_check`: compare each located quote with its span word by word; a changed number,
+      negation, modal verb or name sets `low_confidence` whatever the ratio (False: ratio only).
+
+    Quotes and documents are compared in Unicode NFC; offsets are those of the original text.
     """
     quote_list = _check_quotes(quotes)
     named = coerce_documents(documents)
@@ -85,6 +99,7 @@ def verify_quotes(
         trim_method=trim_method,
         min_fuzzy_ratio=min_fuzzy_ratio,
         expand_window_neighbors=expand_window_neighbors,
+        meaning_check=meaning_check,
     )
     if embedder is not None and not isinstance(embedder, Embedder):
         raise TypeError(
@@ -100,7 +115,7 @@ def verify_quotes(
     corpus = Corpus(named)
     locator = Locator(corpus, options, size, overlap_chars)
     rows = [
-        _row(quote, locator.locate(norm), corpus, options.min_fuzzy_ratio)
+        _row(quote, locator.candidates(norm, quote), corpus, options)
         for quote, norm in zip(quote_list, normalised, strict=True)
     ]
     if embedder is None:
@@ -108,8 +123,51 @@ def verify_quotes(
     return _with_cosine(rows, embedder)
 
 
-def _row(quote: str, located: Located | None, corpus: Corpus, min_ratio: float) -> QuoteMatch:
+def _reason(ratio: float, min_ratio: float, fidelity: Fidelity) -> str | None:
+    """Why a located quote is not verified (None when it is)."""
+    reasons = [f"match ratio {ratio:.2f} is below {min_ratio:g}"] if ratio < min_ratio else []
+    reasons += [change.describe() for change in fidelity.changes]
+    return "; ".join(reasons) or None
+
+
+def _checked(
+    quote: str, candidates: list[Located], corpus: Corpus, options: Options
+) -> tuple[Located | None, Fidelity]:
+    """The best candidate span and its comparison with the quote. When the best one would change
+    the quote's meaning, a runner-up that matches well enough and changes nothing wins (the same
+    passage often stands in several documents, with one word different), if its match ratio is
+    within 0.05 of the best one's."""
+    if not candidates:
+        return None, Fidelity()
+    best = candidates[0]
+    if not options.meaning_check or best.kind == "exact" or best.ratio < options.min_fuzzy_ratio:
+        return best, Fidelity()  # verbatim, or not found: there is nothing to compare
+    quote_norm = fold(quote)
+    fidelity = compare(quote, quote_norm, corpus.texts[best.doc], *_span(corpus, best))
+    if not fidelity.changes:
+        return best, fidelity
+    said = [normalise_quote(change.quote_text) for change in fidelity.changes]
+    for located in candidates[1:]:
+        if located.ratio < max(options.min_fuzzy_ratio, best.ratio - _RUNNER_UP_MARGIN):
+            break
+        norm, start, end = _span(corpus, located)
+        near = norm.text[max(0, start - _NEAR) : end + _NEAR]
+        if not all(words in near for words in said):
+            continue  # it lacks what the quote says instead: it would not read any better
+        compared = compare(quote, quote_norm, corpus.texts[located.doc], norm, start, end)
+        if not compared.changes:
+            return located, compared
+    return best, fidelity
+
+
+def _span(corpus: Corpus, located: Located) -> tuple[NormalisedText, int, int]:
+    """The located span as (normalised document, start, end)."""
+    return corpus.norms[located.doc], located.start, located.end
+
+
+def _row(quote: str, candidates: list[Located], corpus: Corpus, options: Options) -> QuoteMatch:
     """Build the output row for one quote from where it was located (or not)."""
+    located, fidelity = _checked(quote, candidates, corpus, options)
     if located is None:
         return QuoteMatch(
             quote=quote,
@@ -126,9 +184,12 @@ def _row(quote: str, located: Located | None, corpus: Corpus, min_ratio: float) 
             doc_end=None,
             low_confidence=True,
             match_kind="none",
+            low_confidence_reason="not found: no document shares a word with the quote",
         )
     text = corpus.texts[located.doc]
-    start, end = corpus.norms[located.doc].to_original(located.start, located.end)
+    norm = corpus.norms[located.doc]
+    start, end = norm.to_original(located.start, located.end)
+    reason = _reason(located.ratio, options.min_fuzzy_ratio, fidelity)
     offset = corpus.global_starts[located.doc]
     return QuoteMatch(
         quote=quote,
@@ -143,8 +204,11 @@ def _row(quote: str, located: Located | None, corpus: Corpus, min_ratio: float) 
         cosine_similarity=None,
         doc_start=start,
         doc_end=end,
-        low_confidence=located.ratio < min_ratio,
+        low_confidence=reason is not None,
         match_kind=located.kind,
+        edits=fidelity.edits,
+        meaning_changes=fidelity.changes,
+        low_confidence_reason=reason,
     )
 
 

@@ -27,6 +27,7 @@ def quoted_spans_alignment(
     casefold: bool = True,
     min_len: int = 3,
     quote_style: QuoteStyle = "ragas",
+    normalize_unicode: bool = False,
 ) -> dict[str, float]:
     """Share of quoted spans (of at least `min_len` words) found verbatim in each answer's sources.
 
@@ -34,10 +35,14 @@ def quoted_spans_alignment(
     Returns `{"citation_alignment_quoted_spans": matched/total, "matched": m, "total": t}` (floats;
     score 0.0 when no span is found). `quote_style="ragas"` gives Ragas 0.4.3's numbers exactly;
     `"typographic"` recognises real quotation marks and never matches across two sources.
+    `normalize_unicode=True` compares Unicode NFC forms in Ragas style too (a quote typed in
+    decomposed form then matches a composed source); off by default, for parity with Ragas.
     """
     check_min_len(min_len)
     if quote_style not in QUOTE_STYLES:
         raise ValueError(f"quote_style must be one of {list(QUOTE_STYLES)}, got {quote_style!r}")
+    if not isinstance(normalize_unicode, bool):
+        raise TypeError(f"normalize_unicode must be a bool, got {type(normalize_unicode).__name__}")
     answer_list = _strings(answers, "answers")
     source_lists = _rows(sources, "sources")
     if len(answer_list) != len(source_lists):
@@ -48,7 +53,12 @@ def quoted_spans_alignment(
     matched = total = 0
     for answer, passages in zip(answer_list, source_lists, strict=True):
         spans = match_spans(
-            answer, passages, casefold=bool(casefold), min_len=min_len, style=quote_style
+            answer,
+            passages,
+            casefold=bool(casefold),
+            min_len=min_len,
+            style=quote_style,
+            normalize_unicode=normalize_unicode,
         )
         total += len(spans)
         matched += sum(span.matched for span in spans)

@@ -25,11 +25,22 @@ class QuotedSpans:
     name: str = "quoted_spans"
 
     def __init__(
-        self, *, casefold: bool = True, min_len: int = 3, quote_style: QuoteStyle = "typographic"
+        self,
+        *,
+        casefold: bool = True,
+        min_len: int = 3,
+        quote_style: QuoteStyle = "typographic",
+        normalize_unicode: bool = False,
     ) -> None:
-        """Configure matching; bad options raise at once, naming the option."""
-        if not isinstance(casefold, bool):
-            raise TypeError(f"quoted_spans: casefold must be a bool, got {type(casefold).__name__}")
+        """Configure matching; bad options raise at once, naming the option.
+
+        `normalize_unicode` compares Unicode NFC forms in Ragas style (the typographic style
+        always does); off by default, for parity with Ragas."""
+        for option, value in (("casefold", casefold), ("normalize_unicode", normalize_unicode)):
+            if not isinstance(value, bool):
+                raise TypeError(
+                    f"quoted_spans: {option} must be a bool, got {type(value).__name__}"
+                )
         check_min_len(min_len, "quoted_spans: min_len")
         if quote_style not in QUOTE_STYLES:
             styles = list(QUOTE_STYLES)
@@ -39,12 +50,14 @@ class QuotedSpans:
         self.casefold = casefold
         self.min_len = min_len
         self.quote_style: QuoteStyle = quote_style
+        self.normalize_unicode = normalize_unicode
 
     def __repr__(self) -> str:
         """The evaluator with its options, as it would be constructed."""
+        unicode = ", normalize_unicode=True" if self.normalize_unicode else ""
         return (
             f"QuotedSpans(casefold={self.casefold}, min_len={self.min_len}, "
-            f"quote_style={self.quote_style!r})"
+            f"quote_style={self.quote_style!r}{unicode})"
         )
 
     def evaluate(self, turn: RagTurn) -> Score:
@@ -55,6 +68,7 @@ class QuotedSpans:
             casefold=self.casefold,
             min_len=self.min_len,
             style=self.quote_style,
+            normalize_unicode=self.normalize_unicode,
         )
         if not spans:
             return Score.not_applicable(

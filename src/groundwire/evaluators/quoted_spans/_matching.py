@@ -1,9 +1,11 @@
 """Decide whether each quoted span of an answer occurs in its contexts, per quote style.
 
 Ragas style reproduces Ragas 0.4.3: contexts joined with one space, whitespace collapsed and
-lower-cased only when `casefold`. Typographic style normalises both sides the same way (NFC,
-quotation marks folded, whitespace collapsed, optional Unicode casefolding) and looks in each
-context separately, so a span never matches across two contexts.
+lower-cased only when `casefold`; with `normalize_unicode` both sides are first put in Unicode
+NFC (off by default, for parity: Ragas compares code points as given). Typographic style
+normalises both sides the same way (NFC, quotation marks folded, whitespace collapsed, optional
+Unicode casefolding) and looks in each context separately, so a span never matches across two
+contexts.
 """
 
 from __future__ import annotations
@@ -35,11 +37,21 @@ class SpanMatch(NamedTuple):
 
 
 def match_spans(
-    answer: str, contexts: Sequence[str], *, casefold: bool, min_len: int, style: QuoteStyle
+    answer: str,
+    contexts: Sequence[str],
+    *,
+    casefold: bool,
+    min_len: int,
+    style: QuoteStyle,
+    normalize_unicode: bool = False,
 ) -> list[SpanMatch]:
-    """Find the answer's quoted spans of at least `min_len` words; match each against contexts."""
+    """Find the answer's quoted spans of at least `min_len` words; match each against contexts.
+
+    `normalize_unicode` puts both sides in NFC in Ragas style (typographic style always does)."""
     if style == "ragas":
-        return _match_ragas(answer, contexts, casefold=casefold, min_len=min_len)
+        return _match_ragas(
+            answer, contexts, casefold=casefold, min_len=min_len, nfc=normalize_unicode
+        )
     # An empty quote ("") says nothing about the sources, so it never counts in this style.
     quotes = find_quotes(answer, style="typographic", min_len=max(min_len, 1))
     if not quotes:
@@ -65,14 +77,20 @@ def _typographic_normal(text: str, casefold: bool) -> str:
 
 
 def _match_ragas(
-    answer: str, contexts: Sequence[str], *, casefold: bool, min_len: int
+    answer: str, contexts: Sequence[str], *, casefold: bool, min_len: int, nfc: bool = False
 ) -> list[SpanMatch]:
-    """Ragas 0.4.3's matching: one haystack of the contexts joined with a space."""
+    """Ragas 0.4.3's matching: one haystack of the contexts joined with a space (NFC first when
+    `nfc`)."""
     quotes = find_quotes(answer, style="ragas", min_len=min_len)
     if not quotes:
         return []
     # Without casefold, Ragas compares raw text: no whitespace collapsing either.
-    normal = _ragas_normal if casefold else _identity
+    plain = _ragas_normal if casefold else _identity
+
+    def normal(text: str) -> str:
+        """Ragas' normalisation, after NFC when asked."""
+        return plain(unicodedata.normalize("NFC", text) if nfc else text)
+
     haystack = normal(" ".join(contexts))
     per_context: list[str] | None = None  # built only when a span matched, for its index
     matches: list[SpanMatch] = []

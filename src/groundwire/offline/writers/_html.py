@@ -3,8 +3,10 @@
 It shows, per evaluator, the distribution of scores (a histogram drawn as inline SVG) with counts
 of turns it did not apply to or failed on; then the worst turns first (lowest score of any
 evaluator), each with its scores, its answer with the quotes marked, and its contexts with each
-quote highlighted where an evaluator located it (green: verified, red: low confidence). Memory is
-bounded: histograms are bin counts and only the `worst` lowest-scoring turns are kept.
+quote highlighted where an evaluator located it (green: verified, red: low confidence), and for
+each quote that differs from its source a diff: source words struck, quote words marked, the
+kind of each edit on hover, and what a misquote changed (number, negation, modality, entity).
+Memory is bounded: histograms are bin counts and only the `worst` lowest-scoring turns are kept.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}
 .text{white-space:pre-wrap;background:#fafafa;border:1px solid #eee;padding:.5em}
 mark.ok{background:#c8f0c8}mark.bad{background:#ffc4c4}mark.quote{background:#fff1a8}
 .na{color:#999}.err{color:#b00}
+.diff{font-family:ui-monospace,monospace;font-size:.9em;margin:.3em 0 .8em}
+.diff del{background:#ffd7d7;color:#700}.diff ins{background:#d4f5d4;text-decoration:none}
+.diff .meaning{outline:2px solid #c00}.why{color:#b00;font-weight:600}
 """
 
 
@@ -116,6 +121,8 @@ def _marks(result: TurnResult) -> tuple[list[Any], list[list[Any]]]:
             ok = not row.get("low_confidence", True)
             css = "ok" if ok else "bad"
             title = f"{evaluator}: match ratio {row.get('match_ratio')}"
+            if row.get("low_confidence_reason"):
+                title += f" ({row['low_confidence_reason']})"
             a_start, a_end = row.get("answer_start"), row.get("answer_end")
             if isinstance(a_start, int) and isinstance(a_end, int):
                 answer.append((a_start, a_end, css, title))
@@ -138,6 +145,69 @@ def _marks(result: TurnResult) -> tuple[list[Any], list[list[Any]]]:
                 if found >= 0:
                     contexts[index].append((found, found + len(quote), css, title))
     return _merged(answer), [_merged(marks) for marks in contexts]
+
+
+def _int(value: Any) -> int | None:
+    """The value when it is an int (bools excluded), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _diff_html(row: dict[str, Any], text: str) -> str:
+    """The source passage with the quote's edits: source words struck, quote words marked."""
+    edits = [e for e in row.get("edits") or () if isinstance(e, dict)]
+    start, end = _int(row.get("doc_start")), _int(row.get("doc_end"))
+    if not edits or start is None or end is None:
+        return ""
+    changed = [
+        (_int(c.get("source_start")), _int(c.get("source_end")), str(c.get("kind")))
+        for c in row.get("meaning_changes") or ()
+        if isinstance(c, dict)
+    ]
+    placed = []
+    for edit in edits:
+        lo, hi = _int(edit.get("source_start")), _int(edit.get("source_end"))
+        if lo is None or hi is None or not 0 <= lo <= hi <= len(text):
+            return ""
+        placed.append((lo, hi, edit))
+    placed.sort(key=lambda item: (item[0], item[1]))
+    first = min(start, placed[0][0])
+    out: list[str] = []
+    position = first
+    for lo, hi, edit in placed:
+        if lo < position:
+            continue
+        out.append(_escape(text[position:lo]))
+        kinds = [k for a, b, k in changed if a is not None and b is not None and a <= lo <= b]
+        css = ' class="meaning"' if kinds else ""
+        label = f"{edit.get('kind')}" + (f": {', '.join(kinds)} changed" if kinds else "")
+        if hi > lo:
+            out.append(f'<del title="{_escape(label)}"{css}>{_escape(text[lo:hi])}</del>')
+        quoted = str(edit.get("quote_text") or "")
+        if quoted:
+            out.append(f'<ins title="{_escape(label)}"{css}>{_escape(quoted)}</ins>')
+        position = hi
+    out.append(_escape(text[position : max(end, position)]))
+    why = row.get("low_confidence_reason") if row.get("meaning_changes") else None
+    reason = f' <span class="why">{_escape(why)}</span>' if why else ""
+    return f'<div class="diff">{"".join(out)}{reason}</div>'
+
+
+def _diffs(result: TurnResult) -> list[str]:
+    """One diff per quote that an evaluator located with word edits."""
+    names = {name: index for index, name in enumerate(_document_names(result.turn))}
+    diffs: list[str] = []
+    for evaluator, score in result.scores.items():
+        for row in score.details.get("quotes") or ():
+            if not isinstance(row, dict) or not row.get("edits"):
+                continue
+            index = names.get(row.get("source_doc"))  # type: ignore[arg-type]
+            if index is None:
+                continue
+            diff = _diff_html(row, result.turn.contexts[index].text)
+            if diff:
+                quote = _escape(row.get("quote"))
+                diffs.append(f"<p>{_escape(evaluator)}: “{quote}”</p>{diff}")
+    return diffs
 
 
 def _histogram_svg(name: str, dist: _Distribution) -> str:
@@ -284,6 +354,14 @@ class HtmlReportWriter:
             "<h4>Answer</h4>",
             f'<div class="text answer">{_highlight(turn.answer, answer_marks)}</div>',
         ]
+        diffs = _diffs(result)
+        if diffs:
+            parts.append("<h4>Quotes that differ from their source</h4>")
+            parts.append(
+                '<p class="na">Source words <del>struck</del>, quote words '
+                "<ins>marked</ins>; outlined: a change of meaning (hover for the kind).</p>"
+            )
+            parts.extend(diffs)
         for index, (context, marks) in enumerate(zip(turn.contexts, context_marks, strict=True)):
             label = context.id or f"context {index}"
             opened = " open" if marks else ""
