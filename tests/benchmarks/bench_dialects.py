@@ -31,9 +31,10 @@ from typing import Any, Final
 from groundwire.assembly import SpanRecord, turns_from_spans
 from groundwire.offline import Problems, TurnCounts, iter_turns
 from groundwire.offline.readers import read_file
+from tests.benchmarks._timing import results_dir, scaled
 
 HERE = Path(__file__).parent
-RESULTS = HERE / "results"
+RESULTS = results_dir()
 WORK = HERE / "_work" / "dialects"
 TRACES_DIR = HERE.parent / "data" / "traces"
 SOURCES: Final = {
@@ -41,8 +42,8 @@ SOURCES: Final = {
     "openllmetry": "openllmetry_langchain.jsonl",
     "mlflow": "mlflow_langchain.jsonl",
 }
-TRACES = int(os.environ.get("BENCH_DIALECTS_TRACES", "1000"))
-ROUNDS = int(os.environ.get("BENCH_DIALECTS_ROUNDS", "11"))
+TRACES = int(os.environ.get("BENCH_DIALECTS_TRACES", str(scaled(1000, 20))))
+ROUNDS = int(os.environ.get("BENCH_DIALECTS_ROUNDS", str(scaled(11, 1))))
 _TRACE_ID = re.compile(r'("traceId":\s*")([0-9a-f]{32})(")')
 
 
@@ -146,7 +147,7 @@ def main() -> None:
         }
         for name in names
     }
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "dialects.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     (RESULTS / "dialects.md").write_text(_markdown(result), encoding="utf-8")
     print(_markdown(result))

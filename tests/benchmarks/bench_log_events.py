@@ -23,7 +23,6 @@ import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk._logs import LoggerProvider
@@ -38,10 +37,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from groundwire import Score
 from groundwire.emit import Emitter
+from tests.benchmarks._timing import results_dir, scaled
 
-RESULTS = Path(__file__).parent / "results"
-ROUNDS = 9
-TURNS_PER_ROUND = 2_000
+RESULTS = results_dir()
+ROUNDS = scaled(9, 1)
+TURNS_PER_ROUND = scaled(2_000, 20)
 MODES = ("span", "logs", "both")
 SCORES = (
     Score(
@@ -157,7 +157,7 @@ def main() -> None:
                 }
             )
     elapsed = time.perf_counter() - started
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     meta = {
         "rounds": ROUNDS,
         "turns_per_round": TURNS_PER_ROUND,

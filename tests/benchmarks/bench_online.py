@@ -43,13 +43,14 @@ from groundwire.demo import sample_turns
 from groundwire.emit import Emitter
 from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor, RunnerConfig
 from groundwire_langchain import LangChainInstrumentor
+from tests.benchmarks._timing import results_dir, scaled
 from tests.test_assembly_langchain import KeywordRetriever
 
-RESULTS = Path(__file__).parent / "results"
-ROUNDS = 11
-TURNS_PER_ROUND = 150
-ENQUEUE_TURNS = 20_000
-THROUGHPUT_TURNS = 600
+RESULTS = results_dir()
+ROUNDS = scaled(11, 1)
+TURNS_PER_ROUND = scaled(150, 5)
+ENQUEUE_TURNS = scaled(20_000, 200)
+THROUGHPUT_TURNS = scaled(600, 20)
 MODEL_LATENCY_S = 0.02
 QUESTIONS = ("What is the capital of France?", "Which river is longest in France?")
 ANSWER = 'The context says "Paris is the capital of France" and so the answer is Paris.'
@@ -290,9 +291,9 @@ def bench_throughput(turns: Sequence[RagTurn]) -> dict[str, Any]:
     return {"turns": len(turns), "rows": rows, "direct_evals_per_s_by_evaluator": per_evaluator}
 
 
-TAIL_TURNS = 300
-TAIL_WARMUP_TURNS = 20
-TAIL_RUNS = 3
+TAIL_TURNS = scaled(300, 10)
+TAIL_WARMUP_TURNS = scaled(20, 2)
+TAIL_RUNS = scaled(3, 1)
 TAIL_MODES = ("bare", "capture-only", "background threads", "worker process")
 TAIL_APP = """
 import json, os, socket, sys, time
@@ -537,7 +538,7 @@ def _write(result: dict[str, Any]) -> None:
     ]
     if "tail" in result:
         lines += [*_tail_lines(result["tail"]), ""]
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "online.md").write_text("\n".join(lines))
     (RESULTS / "online.json").write_text(json.dumps(result, indent=2))
 

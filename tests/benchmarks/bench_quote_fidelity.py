@@ -43,13 +43,14 @@ from pathlib import Path
 from typing import Any
 
 from groundwire.evaluators.quote_verification import QuoteMatch, verify_quotes
+from tests.benchmarks._timing import results_dir, scaled
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = results_dir()
 LICENSES = Path("/usr/share/common-licenses")
 FILES = ("GPL-2", "GPL-3", "LGPL-2.1", "Apache-2.0", "MPL-2.0", "GFDL-1.3", "Artistic", "CC0-1.0")
 SEED = 20261124
-PER_KIND = 150
-RUNS = 7
+PER_KIND = scaled(150, 5)
+RUNS = scaled(7, 1)
 KINDS = ("verbatim", "typo", "number", "negation", "modal", "name")
 ALTERED = ("number", "negation", "modal", "name")
 _WORD = re.compile(r"\S+")
@@ -334,7 +335,7 @@ def main() -> None:
         "python": platform.python_version(),
         "machine": platform.machine(),
     }
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "quote_fidelity.json").write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "quote_fidelity.md").write_text(_markdown(result))
     print(_markdown(result))
