@@ -9,6 +9,7 @@ exporters to the same endpoint, headers, compression and CA as the forwarded tel
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +27,10 @@ from groundwire.gateway._config import GatewayConfig
 __all__ = ["Providers", "build_providers", "grpc_target"]
 
 logger = logging.getLogger("groundwire.gateway")
+
+_SPAN_BATCH_DELAY_MS = 500
+"""Carrier spans wait at most this long for a batch (the SDK's 5 s default would add lag);
+`OTEL_BSP_SCHEDULE_DELAY` overrides it."""
 
 
 def grpc_target(forward: str) -> tuple[str, bool]:
@@ -115,7 +120,10 @@ def build_providers(config: GatewayConfig) -> Providers:
     resource = Resource.create({semconv.SERVICE_NAME: config.service_name})
     span_exporter, metric_exporter = _exporters(config)
     tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+    delay = int(os.environ.get("OTEL_BSP_SCHEDULE_DELAY", "") or _SPAN_BATCH_DELAY_MS)
+    tracer_provider.add_span_processor(
+        BatchSpanProcessor(span_exporter, schedule_delay_millis=delay)
+    )
     readers: list[MetricReader] = [
         PeriodicExportingMetricReader(
             metric_exporter, export_interval_millis=config.metrics_interval_s * 1000
