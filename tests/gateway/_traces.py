@@ -103,9 +103,11 @@ def openinference_rag_trace(trace_id: str | None = None) -> list[dict[str, Any]]
             t0 + 20,
             openinference__span__kind="RETRIEVER",
             input__value=QUESTION,
-            **{"retrieval.documents.0.document.content": CONTEXT,
-               "retrieval.documents.0.document.id": "doc-1"},
-        ),  # fmt: skip
+            **{
+                "retrieval.documents.0.document.content": CONTEXT,
+                "retrieval.documents.0.document.id": "doc-1",
+            },
+        ),
         span(
             trace_id,
             llm,

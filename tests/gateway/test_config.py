@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.gateway.conftest import ROOT
 
 from groundwire.cli._exit import ExitCode
 from groundwire.gateway import ConfigError, load_config
-from tests.gateway.conftest import ROOT
 
 
 def test_sources_layer_file_then_variables_then_flags(tmp_path: Path) -> None:

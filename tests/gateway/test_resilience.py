@@ -12,9 +12,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from groundwire import semconv
+import pytest
 from tests.gateway._traces import new_span_id, new_trace_id, openinference_rag_trace, request
 from tests.gateway.conftest import GatewayProcess, RawDownstream
+
+from groundwire import semconv
 
 
 def _post(url: str, body: bytes) -> tuple[int, dict[str, str]]:
@@ -36,9 +38,7 @@ def _one_span(index: int) -> bytes:
     """A distinct one-span OTLP/JSON request."""
     from tests.gateway._traces import span
 
-    return request(
-        [span(new_trace_id(), new_span_id(), None, f"op-{index:04d}", 1, 2, n=index)]
-    )
+    return request([span(new_trace_id(), new_span_id(), None, f"op-{index:04d}", 1, 2, n=index)])
 
 
 def test_downstream_outage_loses_nothing_within_the_buffer_and_counts_the_rest(
@@ -67,12 +67,9 @@ def test_downstream_outage_loses_nothing_within_the_buffer_and_counts_the_rest(
             assert status == 503 and int(headers["Retry-After"]) >= 1
             refused += 1
     assert 5 < len(accepted) < 60 and refused == 60 - len(accepted)
-    ready = urllib.request.Request(gateway.url + "/readyz")
-    try:
-        urllib.request.urlopen(ready, timeout=5)
-        raise AssertionError("a full gateway must not be ready")
-    except urllib.error.HTTPError as error:
-        assert error.code == 503
+    with pytest.raises(urllib.error.HTTPError) as not_ready:
+        urllib.request.urlopen(gateway.url + "/readyz", timeout=5)
+    assert not_ready.value.code == 503
     time.sleep(0.5)
     downstream.start()
     assert downstream.wait_for(lambda d: len(d.bodies("/v1/traces")) >= len(accepted))

@@ -14,13 +14,6 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-import groundwire
-from groundwire import semconv
-from groundwire.assembly import turns_from_spans
-from groundwire.gateway._signals import SIGNALS, decode
-from groundwire.offline.readers._otlp_proto import spans_from_message
-from groundwire.testing import ReceivedSpan
 from tests.gateway._traces import (
     ANSWER,
     CONTEXT,
@@ -30,6 +23,13 @@ from tests.gateway._traces import (
     request,
 )
 from tests.gateway.conftest import GatewayProcess, RawDownstream
+
+import groundwire
+from groundwire import semconv
+from groundwire.assembly import turns_from_spans
+from groundwire.gateway._signals import SIGNALS, decode
+from groundwire.offline.readers._otlp_proto import spans_from_message
+from groundwire.testing import ReceivedSpan
 
 _FAST = ("--quiet-period", "0.3", "--max-wait", "20")
 _ENV = {"GROUNDWIRE_GATEWAY_METRICS_INTERVAL_S": "0.5"}
