@@ -179,6 +179,24 @@ class GatewayProcess:
         """Its OTLP/HTTP base URL."""
         return f"http://127.0.0.1:{self.http_port}"
 
+    def health(self) -> dict[str, Any]:
+        """Its `/healthz` document."""
+        import json
+        import urllib.request
+
+        return json.loads(urllib.request.urlopen(self.url + "/healthz", timeout=5).read())  # type: ignore[no-any-return]
+
+    def wait_health(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout_s: float = 10
+    ) -> dict[str, Any]:
+        """Poll `/healthz` until `predicate` holds (the scoring counts lag up to 0.5 s)."""
+        deadline = time.monotonic() + timeout_s
+        health = self.health()
+        while not predicate(health) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            health = self.health()
+        return health
+
     def terminate(self, timeout_s: float = 30) -> int:
         """SIGTERM, then wait for the exit code."""
         if self.process.poll() is None:

@@ -181,5 +181,6 @@ def test_two_replicas_each_receive_whole_traces_and_score_each_once(
     carriers = [s for s in downstream.spans() if s.name == semconv.EVALUATION_SPAN_NAME]
     assert sorted(c.trace_id for c in carriers) == sorted(t[0]["traceId"] for t in traces)
     for index, replica in enumerate(replicas):
-        turns = _health(replica)["turns"]
-        assert turns["submitted"] == turns["scored"] == len(routed[index])
+        want = len(routed[index])
+        turns = replica.wait_health(lambda h, n=want: h["turns"].get("scored") == n)["turns"]
+        assert turns["submitted"] == turns["scored"] == want

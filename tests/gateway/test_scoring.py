@@ -4,7 +4,6 @@ them (carrier span under the turn root with one link to it, result events, metri
 
 from __future__ import annotations
 
-import json
 import random
 import urllib.request
 from collections.abc import Callable
@@ -92,7 +91,7 @@ def test_typescript_style_traces_split_and_out_of_order_are_scored_once(
     assert downstream.wait_for(
         lambda d: any(b"groundwire.evaluations" in body for body in d.bodies("/v1/metrics"))
     )
-    health = json.loads(urllib.request.urlopen(gateway.url + "/healthz", timeout=5).read())
+    health = gateway.wait_health(lambda h: h["counts"].get("late_spans") == 1)
     assert health["counts"]["late_spans"] == 1
     assert health["turns"]["scored"] == 2 and health["turns"]["submitted"] == 2
     assert len(_carriers(downstream)) == 2

@@ -174,6 +174,9 @@ class GatewayConfig:
     judge_token_budget: int | None = _option(None, "opt_int", "judge tokens per rolling hour")
     workers: int = _option(1, "int", "evaluation worker threads")
     eval_queue_size: int = _option(2048, "int", "turns waiting for evaluation before dropping")
+    scoring_queue_requests: int = _option(
+        1000, "int", "traces requests waiting for the scoring process before left unscored"
+    )
     evaluator_timeout_s: float = _option(30.0, "float", "deadline of one evaluation")
     quiet_period_s: float = _option(2.0, "float", "score a trace this long after its last span")
     max_wait_s: float = _option(30.0, "float", "score a trace at the latest this long after start")
@@ -231,7 +234,14 @@ def _check(config: GatewayConfig) -> None:
                 raise _fail(key, str(error)) from None
     if config.forward_compression not in _COMPRESSIONS:
         raise _fail("forward_compression", f"expected one of {list(_COMPRESSIONS)}")
-    for key in ("max_request_bytes", "buffer_max_bytes", "senders", "workers", "eval_queue_size"):
+    for key in (
+        "max_request_bytes",
+        "buffer_max_bytes",
+        "senders",
+        "workers",
+        "eval_queue_size",
+        "scoring_queue_requests",
+    ):
         if getattr(config, key) < 1:
             raise _fail(key, f"must be at least 1, got {getattr(config, key)}")
     if config.max_open_traces < 1 or config.max_open_spans < 1:

@@ -26,6 +26,7 @@ class _Open:
 
     first_seen: float
     last_seen: float
+    first_received: float
     spans: list[SpanRecord] = field(default_factory=list)
     rooted: bool = False
 
@@ -37,7 +38,7 @@ class DueTrace:
     trace_id: str
     spans: list[SpanRecord]
     first_seen: float
-    """When its first span arrived (monotonic seconds), for the scoring-lag metric."""
+    """When the gateway received its first span (monotonic seconds), for the scoring lag."""
     evicted: bool = False
     """True when closed early at the open-trace or memory bound."""
 
@@ -78,8 +79,12 @@ class TraceGrouper:
         """Spans held."""
         return self._spans
 
-    def add(self, spans: Iterable[SpanRecord], now: float) -> list[DueTrace]:
-        """Group `spans` (received at `now`); returns traces closed early at a bound, if any."""
+    def add(
+        self, spans: Iterable[SpanRecord], now: float, received: float | None = None
+    ) -> list[DueTrace]:
+        """Group `spans` seen at `now` (the quiet period counts from here) and `received` by the
+        gateway earlier (for the lag metric; default `now`); returns traces closed early at a
+        bound, if any."""
         for span in spans:
             trace_id = span.trace_id
             if trace_id in self._done:
@@ -87,7 +92,7 @@ class TraceGrouper:
                 continue
             entry = self._open.get(trace_id)
             if entry is None:
-                entry = _Open(first_seen=now, last_seen=now)
+                entry = _Open(now, now, now if received is None else received)
                 self._open[trace_id] = entry
             entry.spans.append(span)
             entry.last_seen = now
@@ -121,4 +126,4 @@ class TraceGrouper:
         self._done[trace_id] = None
         while len(self._done) > self._remember:
             self._done.popitem(last=False)
-        return DueTrace(trace_id, entry.spans, entry.first_seen, evicted)
+        return DueTrace(trace_id, entry.spans, entry.first_received, evicted)

@@ -12,8 +12,8 @@ from typing import Any
 
 from groundwire.gateway._forwarder import Batch, Forwarder
 from groundwire.gateway._metrics import GatewayMetrics
-from groundwire.gateway._scoring import Scorer
 from groundwire.gateway._signals import CONTENT_PROTOBUF, MalformedRequestError, Signal, decode
+from groundwire.gateway._worker import ScoringProcess
 
 __all__ = ["Intake", "Refusal"]
 
@@ -31,7 +31,9 @@ class Refusal:
 class Intake:
     """Decode, forward, score: the receivers' shared path."""
 
-    def __init__(self, forwarder: Forwarder, scorer: Scorer | None, metrics: GatewayMetrics):
+    def __init__(
+        self, forwarder: Forwarder, scorer: ScoringProcess | None, metrics: GatewayMetrics
+    ):
         """Forward through `forwarder`; score traces through `scorer` when given."""
         self.forwarder = forwarder
         self.scorer = scorer
@@ -64,5 +66,6 @@ class Intake:
                 "buffer_full", "the gateway's forward buffer is full", self.forwarder.retry_after_s
             )
         if self.scorer is not None and signal.name == "traces" and items:
-            self.scorer.feed(message, items)
+            protobuf = body if content_type == CONTENT_PROTOBUF else message.SerializeToString()
+            self.scorer.feed(protobuf, items)
         return None

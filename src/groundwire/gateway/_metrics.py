@@ -22,8 +22,10 @@ __all__ = ["GatewayMetrics"]
 class GatewayMetrics:
     """Counts what the gateway received, forwarded, retried, dropped and refused."""
 
-    def __init__(self, meter_provider: MeterProvider | None) -> None:
-        """Create the instruments on `meter_provider` (None: tallies only)."""
+    def __init__(
+        self, meter_provider: MeterProvider | None, *, scope: str = "groundwire.gateway"
+    ) -> None:
+        """Create the instruments on `meter_provider` (None: tallies only) under `scope`."""
         self._lock = threading.Lock()
         self.tallies: Counter[str] = Counter()
         """Exact counts by `kind:signal[:reason]` (e.g. `dropped:traces:expired`)."""
@@ -31,7 +33,7 @@ class GatewayMetrics:
         self._meter = None
         if meter_provider is None:
             return
-        meter = meter_provider.get_meter("groundwire.gateway", __version__)
+        meter = meter_provider.get_meter(scope, __version__)
         self._meter = meter
         self._received = meter.create_counter(
             semconv.METRIC_GATEWAY_RECEIVED, unit="{item}", description="Items accepted."

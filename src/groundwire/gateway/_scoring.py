@@ -69,13 +69,16 @@ class Scorer:
         """The runner's turn counts."""
         return self.runner.stats()
 
-    def feed(self, message: Any, spans: int) -> bool:
-        """Queue a decoded traces request for scoring; never blocks (False: counted, not queued)."""
+    def feed(self, message: Any, spans: int, received: float | None = None) -> bool:
+        """Queue a decoded traces request for scoring; never blocks (False: counted, not queued).
+
+        `received` is when it arrived (monotonic seconds; default now), for the scoring lag.
+        """
         if self._closing:
             self._metrics.not_scored(spans, "shutdown")
             return False
         try:
-            self._queue.put_nowait((message, time.monotonic()))
+            self._queue.put_nowait((message, time.monotonic() if received is None else received))
         except queue.Full:
             self._metrics.not_scored(spans, "scoring_queue_full")
             return False
@@ -108,7 +111,7 @@ class Scorer:
             logger.warning("a traces request cannot be scored (it was forwarded): %s", error)
             return
         before = self._grouper.late_spans
-        evicted = self._grouper.add(records, received)
+        evicted = self._grouper.add(records, time.monotonic(), received)
         late = self._grouper.late_spans - before
         if late:
             self._metrics.late_spans(late)

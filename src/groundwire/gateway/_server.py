@@ -19,12 +19,11 @@ from typing import Any
 from groundwire import semconv
 from groundwire.gateway._config import GatewayConfig, parse_hostport
 from groundwire.gateway._forwarder import Forwarder, GrpcTransport, HttpTransport, Transport
-from groundwire.gateway._grouping import TraceGrouper
 from groundwire.gateway._http import build_app
 from groundwire.gateway._intake import Intake
 from groundwire.gateway._metrics import GatewayMetrics
-from groundwire.gateway._scoring import Scorer
 from groundwire.gateway._telemetry import Providers, build_providers, grpc_target
+from groundwire.gateway._worker import ScoringProcess, check_evaluators
 
 __all__ = ["Gateway", "ShutdownReport"]
 
@@ -92,7 +91,10 @@ class Gateway:
             retry_max_s=config.retry_max_s,
             retry_max_elapsed_s=config.retry_max_elapsed_s,
         )
-        self.scorer = self._scorer() if config.evaluation else None
+        self.scorer: ScoringProcess | None = None
+        if config.evaluation:
+            check_evaluators(config)
+            self.scorer = ScoringProcess(config, self.metrics)
         self.intake = Intake(self.forwarder, self.scorer, self.metrics)
         self.metrics.watch(
             semconv.METRIC_GATEWAY_QUEUE_SIZE, lambda: self.forwarder.buffered_requests
@@ -109,39 +111,6 @@ class Gateway:
         self._stop: asyncio.Event | None = None
         self._accepting = False
         self._started = time.monotonic()
-
-    def _scorer(self) -> Scorer:
-        """The runner, emitter and grouper behind scoring."""
-        from groundwire._registry import resolve_evaluators
-        from groundwire.emit import Emitter
-        from groundwire.runner import BackgroundRunner, RunnerConfig
-
-        config = self.config
-        names = list(config.evaluators)
-        spec: Any = {name: dict(config.evaluator_options.get(name, {})) for name in names}
-        unknown = sorted(set(config.evaluator_options) - set(names))
-        if unknown:
-            raise ValueError(f"evaluator_options: {unknown} are not among the evaluators {names}")
-        runner_config = RunnerConfig(
-            evaluators=resolve_evaluators(spec),
-            sample_rate=config.sample_rate,
-            evaluator_sample_rates=config.evaluator_sample_rates,
-            judge_token_budget=config.judge_token_budget,
-            max_queue_size=config.eval_queue_size,
-            workers=config.workers,
-            evaluator_timeout_s=config.evaluator_timeout_s,
-        )
-        emitter = Emitter(
-            tracer_provider=self.providers.tracer_provider,
-            meter_provider=self.providers.meter_provider,
-        )
-        grouper = TraceGrouper(
-            quiet_period_s=config.quiet_period_s,
-            max_wait_s=config.max_wait_s,
-            max_traces=config.max_open_traces,
-            max_spans=config.max_open_spans,
-        )
-        return Scorer(BackgroundRunner(runner_config, emitter), grouper, self.metrics)
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -162,16 +131,12 @@ class Gateway:
             "counts": self.metrics.snapshot(),
         }
         if self.scorer is not None:
-            stats = self.scorer.stats()
-            out["open_traces"] = self.scorer.open_traces
-            out["turns"] = {
-                "submitted": stats.submitted,
-                "scored": stats.scored,
-                "errored": stats.errored,
-                "dropped": stats.dropped,
-                "sampled_out": stats.sampled_out,
-                "in_flight": stats.in_flight,
-            }
+            child = self.scorer.last
+            out["scoring_process"] = "running" if self.scorer.alive else "stopped"
+            out["open_traces"] = child.get("open_traces", 0)
+            out["turns"] = dict(child.get("turns", {}))
+            for key, value in child.get("counts", {}).items():
+                out["counts"][key] = out["counts"].get(key, 0) + value
         return out
 
     def stop(self) -> None:
@@ -256,7 +221,7 @@ class Gateway:
         left = await self.forwarder.drain(deadline)
         drained = True
         if scoring is not None:
-            _turns, drained = await scoring
+            drained = await scoring
         await asyncio.to_thread(self.providers.shutdown, max(0.5, deadline - time.monotonic()))
         report = ShutdownReport(left, drained)
         counts = self.metrics.snapshot()

@@ -115,8 +115,9 @@ def _prometheus_reader() -> MetricReader | None:
     return PrometheusMetricReader()
 
 
-def build_providers(config: GatewayConfig) -> Providers:
-    """Tracer and meter providers exporting to the forward endpoint (+ Prometheus when present)."""
+def build_providers(config: GatewayConfig, *, prometheus: bool = True) -> Providers:
+    """Tracer and meter providers exporting to the forward endpoint (+ Prometheus if asked and
+    installed)."""
     resource = Resource.create({semconv.SERVICE_NAME: config.service_name})
     span_exporter, metric_exporter = _exporters(config)
     tracer_provider = TracerProvider(resource=resource)
@@ -129,8 +130,8 @@ def build_providers(config: GatewayConfig) -> Providers:
             metric_exporter, export_interval_millis=config.metrics_interval_s * 1000
         )
     ]
-    prometheus = _prometheus_reader()
-    if prometheus is not None:
-        readers.append(prometheus)
+    pull = _prometheus_reader() if prometheus else None
+    if pull is not None:
+        readers.append(pull)
     meter_provider = MeterProvider(resource=resource, metric_readers=readers, views=metric_views())
-    return Providers(tracer_provider, meter_provider, prometheus is not None)
+    return Providers(tracer_provider, meter_provider, pull is not None)
