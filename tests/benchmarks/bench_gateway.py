@@ -45,6 +45,12 @@ PROBE_INTERVAL_S = 0.010
 LATENCY_S = 10.0
 RATE_S = 8.0
 MEMORY_S = 60.0
+SATURATE_RATE = 1500.0
+"""Traces per second posted for 2 s to fill the scoring queues before measuring the rate."""
+FEED_FACTOR = 4.0
+TRACES_PER_REQUEST = 20
+"""RAG traces per feed request (3 spans each): the batches an SDK exporter sends."""
+FEED_CAP = 1000.0
 _PROTOBUF = "application/x-protobuf"
 
 
@@ -198,7 +204,15 @@ def _gateway(
         path = tmp / f"gateway-{time.monotonic_ns()}.yaml"
         path.write_text(json.dumps(config))  # JSON is YAML
         args += ["--config", str(path)]
-    return _Process(args, None, tmp / f"gateway-{time.monotonic_ns()}.log")
+    process = _Process(args, None, tmp / f"gateway-{time.monotonic_ns()}.log")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # ready: listening and (when on) the scorer is up
+        try:
+            urllib.request.urlopen(process.url + "/readyz", timeout=5)
+            break
+        except OSError:
+            time.sleep(0.1)
+    return process
 
 
 def _get(url: str) -> Any:
@@ -236,8 +250,8 @@ def _batch(spans: int, prefix: str = "op") -> bytes:
     return bytes(encode_spans(exporter.get_finished_spans()).SerializeToString())
 
 
-def _rag_request(index: int) -> bytes:
-    """One whole OpenInference RAG trace (3 spans) as a protobuf request."""
+def _rag_template() -> Any:
+    """One whole OpenInference RAG trace (3 spans) as a decoded protobuf request."""
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -249,10 +263,9 @@ def _rag_request(index: int) -> bytes:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("bench")
     context = (
-        f"Document {index}. The Eiffel Tower was completed in 1889 and designed by the firm of "
-        "Gustave Eiffel. " * 6
+        "The Eiffel Tower was completed in 1889 and designed by the firm of Gustave Eiffel. " * 6
     )
-    answer = f'Per the source, "the Eiffel Tower was completed in 1889" (ref {index}).'
+    answer = 'Per the source, "the Eiffel Tower was completed in 1889" (see the record).'
     kind = "openinference.span.kind"
     with tracer.start_as_current_span(
         "rag", attributes={kind: "CHAIN", "input.value": "When?", "output.value": answer}
@@ -264,7 +277,28 @@ def _rag_request(index: int) -> bytes:
             pass
         with tracer.start_as_current_span("llm", attributes={kind: "LLM", "output.value": answer}):
             pass
-    return bytes(encode_spans(exporter.get_finished_spans()).SerializeToString())
+    return encode_spans(exporter.get_finished_spans())
+
+
+def _rag_requests(count: int, seed: int) -> list[bytes]:
+    """Requests holding TRACES_PER_REQUEST whole RAG traces each (as an SDK batch would),
+    `count` traces in all, each with its own trace id (protobuf bodies)."""
+    import random
+
+    template = _rag_template()
+    spans = [s for g in template.resource_spans for sc in g.scope_spans for s in sc.spans]
+    rng = random.Random(seed)
+    bodies = []
+    for _ in range(max(1, count // TRACES_PER_REQUEST)):
+        del template.resource_spans[0].scope_spans[0].spans[:]
+        for _ in range(TRACES_PER_REQUEST):
+            trace_id = rng.getrandbits(128).to_bytes(16, "big")
+            for span in spans:
+                copy = template.resource_spans[0].scope_spans[0].spans.add()
+                copy.CopyFrom(span)
+                copy.trace_id = trace_id
+        bodies.append(template.SerializeToString())
+    return bodies
 
 
 # --- load ----------------------------------------------------------------------------------------
@@ -301,20 +335,17 @@ def _throughput(url: str, body: bytes) -> float:
 
 
 async def _probe_and_feed(
-    url: str, seconds: float, feed: bool, feed_concurrency: int = 4
+    url: str, seconds: float, feed_rate: float
 ) -> tuple[dict[str, int], int, int]:
-    """A paced 1-span probe (send times by name) and, with `feed`, a saturating RAG feeder.
-
-    Returns (send times, spans accepted in total, RAG turns accepted).
-    """
+    """A paced 1-span probe (send times by name) and, when `feed_rate`, whole RAG traces posted
+    at that rate. Returns (probe send times, spans answered 200, RAG traces answered 200)."""
     import aiohttp
 
     probes = {i: _batch(1, prefix=f"probe-{i:05d}") for i in range(int(seconds / PROBE_INTERVAL_S))}
-    rag = [_rag_request(i) for i in range(64)]
+    rag = _rag_requests(int(feed_rate * seconds), seed=1)
     sent: dict[str, int] = {}
     accepted_spans = 0
     turns = 0
-    stop = time.monotonic() + seconds
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
 
         async def post(body: bytes) -> bool:
@@ -335,17 +366,24 @@ async def _probe_and_feed(
                 if await post(body):
                     accepted_spans += 1
 
-        async def feeder(offset: int) -> None:
+        async def one(body: bytes) -> None:
             nonlocal accepted_spans, turns
-            index = offset
-            while time.monotonic() < stop:
-                if await post(rag[index % len(rag)]):
-                    accepted_spans += 3
-                    turns += 1
-                index += feed_concurrency
+            if await post(body):
+                accepted_spans += 3 * TRACES_PER_REQUEST
+                turns += TRACES_PER_REQUEST
 
-        tasks = [probe()] + ([feeder(i) for i in range(feed_concurrency)] if feed else [])
-        await asyncio.gather(*tasks)
+        async def feeder() -> None:
+            start = time.monotonic()
+            tasks = []
+            per_s = feed_rate / TRACES_PER_REQUEST
+            for index, body in enumerate(rag):
+                delay = start + index / per_s - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                tasks.append(asyncio.create_task(one(body)))
+            await asyncio.gather(*tasks)
+
+        await asyncio.gather(probe(), *([feeder()] if feed_rate else []))
     return sent, accepted_spans, turns
 
 
@@ -364,11 +402,13 @@ def _wait_drained(gateway: _Process, timeout_s: float = 120) -> dict[str, Any]:
     while True:
         health = _get(gateway.url + "/healthz")
         turns = health.get("turns", {})
-        if (
-            health["buffered_requests"] == 0
-            and health.get("open_traces", 0) == 0
-            and turns.get("in_flight", 0) == 0
-        ) or time.monotonic() > deadline:
+        scoring_idle = "scoring_process" not in health or (
+            "in_flight" in turns
+            and turns["in_flight"] == 0
+            and health["open_traces"] == 0
+            and health["scoring_queue"] == 0
+        )
+        if (health["buffered_requests"] == 0 and scoring_idle) or time.monotonic() > deadline:
             return health
         time.sleep(0.2)
 
@@ -377,7 +417,7 @@ async def _paced(url: str, rate: float, seconds: float) -> int:
     """Post whole RAG traces at `rate` per second for `seconds`; returns how many got a 200."""
     import aiohttp
 
-    rag = [_rag_request(i) for i in range(64)]
+    rag = _rag_requests(int(rate * seconds), seed=int(rate))
     ok = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
 
@@ -387,15 +427,16 @@ async def _paced(url: str, rate: float, seconds: float) -> int:
                 url + "/v1/traces", data=body, headers={"Content-Type": _PROTOBUF}
             ) as response:
                 await response.read()
-                ok += response.status == 200
+                ok += (response.status == 200) * TRACES_PER_REQUEST
 
         start = time.monotonic()
         tasks = []
-        for index in range(int(rate * seconds)):
-            delay = start + index / rate - time.monotonic()
+        per_s = rate / TRACES_PER_REQUEST
+        for index, body in enumerate(rag):
+            delay = start + index / per_s - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(rag[index % len(rag)])))
+            tasks.append(asyncio.create_task(one(body)))
         await asyncio.gather(*tasks)
     return ok
 
@@ -409,6 +450,63 @@ _EVAL_CONFIG = {
     "eval_queue_size": 256,
     "workers": 1,
 }
+
+
+def _scoring(tmp: Path) -> dict[str, Any]:
+    """Turns scored per second when saturated, then 1x/2x/4x of it; RSS at 1x."""
+    sink = _sink(tmp, record=False)
+    scoring: dict[str, Any] = {}
+    try:
+        gateway = _gateway(tmp, sink.url, config=_EVAL_CONFIG)
+        try:
+            asyncio.run(_paced(gateway.url, SATURATE_RATE, 2.0))
+            health = _get(gateway.url + "/healthz")
+            before = health["turns"].get("scored", 0) + health["turns"].get("errored", 0)
+            started = time.monotonic()
+            time.sleep(RATE_S)  # the queues are full: the runner scores flat out meanwhile
+            health = _get(gateway.url + "/healthz")
+            after = health["turns"].get("scored", 0) + health["turns"].get("errored", 0)
+            rate = max(1.0, (after - before) / (time.monotonic() - started))
+        finally:
+            gateway.stop()
+        scoring["turns_per_s_one_worker"] = rate
+        for factor in (1, 2, 4):
+            gateway = _gateway(tmp, sink.url, config=_EVAL_CONFIG)
+            try:
+                seconds = MEMORY_S if factor == 1 else RATE_S
+                rss: list[float] = []
+                asyncio.run(_feed_and_sample(gateway, rate * factor, seconds, rss))
+                health = _wait_drained(gateway)
+                turns = health["turns"]
+                not_scored = sum(
+                    v for k, v in health["counts"].items() if k.startswith("not_scored:")
+                )
+                fed = turns["submitted"] + not_scored // 3
+                scoring[f"{factor}x"] = {
+                    "rate_per_s": rate * factor,
+                    "seconds": seconds,
+                    "turns_fed": fed,
+                    "scored_share": (turns["scored"] + turns["errored"]) / max(1, fed),
+                    "dropped_share": (turns["dropped"] + not_scored // 3) / max(1, fed),
+                    "rss_mb": rss,
+                }
+                print(f"scoring {factor}x: {scoring[f'{factor}x']}", flush=True)
+            finally:
+                gateway.stop()
+    finally:
+        sink.stop()
+    return scoring
+
+
+async def _feed_and_sample(
+    target: _Process, per_s: float, seconds: float, samples: list[float]
+) -> int:
+    """Feed RAG traces at `per_s` while sampling the gateway's RSS every 5 s."""
+    task = asyncio.create_task(_paced(target.url, per_s, seconds))
+    while not task.done():
+        samples.append(target.rss_mb())
+        await asyncio.sleep(5.0)
+    return await task
 
 
 def main() -> None:
@@ -448,28 +546,39 @@ def main() -> None:
         "median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)
     }  # fmt: skip
 
-    # 2 + 3. latency while evaluation runs flat out; loss under overload
+    # 4 first: the scoring rate sets the feed of the latency part
+    out["scoring"] = _scoring(tmp)
+    rate = out["scoring"]["turns_per_s_one_worker"]
+
+    # 2 + 3. latency while evaluation runs flat out (fed FEED_FACTOR x what it scores); loss
+    feed_rate = min(FEED_CAP, FEED_FACTOR * rate)
+    out["settings"]["feed_rate_per_s"] = feed_rate
     latency: dict[str, Any] = {}
-    for side in ("direct", "proxy", "gateway"):
+    sides: tuple[tuple[str, float, dict[str, Any] | None], ...] = (
+        ("direct", 0.0, None),
+        ("proxy", feed_rate, None),
+        ("gateway_eval_off", feed_rate, {}),
+        ("gateway_eval_on", feed_rate, _EVAL_CONFIG),
+    )
+    for side, feed, config in sides:
         sink = _sink(tmp, record=True)
         front: _Process | None = None
         try:
             if side == "proxy":
                 front = _role("proxy", tmp, sink.url)
-            elif side == "gateway":
-                front = _gateway(tmp, sink.url, config=_EVAL_CONFIG)
+            elif config is not None:
+                front = _gateway(tmp, sink.url, config=config or None)
             url = front.url if front is not None else sink.url
-            sent, accepted, turns = asyncio.run(_probe_and_feed(url, LATENCY_S, side == "gateway"))
-            if front is not None and side == "gateway":
-                health = _wait_drained(front)
-                time.sleep(1.0)
+            sent, accepted, turns = asyncio.run(_probe_and_feed(url, LATENCY_S, feed))
+            health = _wait_drained(front) if front is not None and config else {}
+            time.sleep(1.0)
             values = _latencies(sink, sent)
             stats = _get(sink.url + "/stats")
             latency[side] = {
                 "p50_ms": _pct(values, 0.50), "p99_ms": _pct(values, 0.99),
                 "max_ms": values[-1] if values else float("nan"), "probes": len(values),
             }  # fmt: skip
-            if side == "gateway":
+            if side == "gateway_eval_on":
                 turns_info = health["turns"]
                 not_scored = sum(
                     v for k, v in health["counts"].items() if k.startswith("not_scored:")
@@ -490,63 +599,10 @@ def main() -> None:
             if front is not None:
                 front.stop()
             sink.stop()
-    latency["added_p50_ms"] = latency["gateway"]["p50_ms"] - latency["direct"]["p50_ms"]
-    latency["added_p99_ms"] = latency["gateway"]["p99_ms"] - latency["direct"]["p99_ms"]
-    latency["proxy_added_p99_ms"] = latency["proxy"]["p99_ms"] - latency["direct"]["p99_ms"]
+    on, off = latency["gateway_eval_on"], latency["gateway_eval_off"]
+    latency["evaluation_added_p99_ms"] = on["p99_ms"] - off["p99_ms"]
+    latency["gateway_vs_proxy_p99_ms"] = on["p99_ms"] - latency["proxy"]["p99_ms"]
     out["latency"] = latency
-
-    # 4. scoring rate, 1x/2x/4x, memory at 1x
-    sink = _sink(tmp, record=False)
-    scoring: dict[str, Any] = {}
-    try:
-        gateway = _gateway(tmp, sink.url, config=_EVAL_CONFIG)
-        try:
-            started = time.monotonic()
-            asyncio.run(_paced(gateway.url, 2000, RATE_S))  # far over the scoring rate
-            health = _wait_drained(gateway)
-            elapsed = time.monotonic() - started
-            turns = health["turns"]
-            scored = turns["scored"] + turns["errored"]
-            scoring["saturated"] = {"turns_scored": scored, "seconds": elapsed}
-        finally:
-            gateway.stop()
-        # the rate: scored while saturated / time the feed lasted (the queue drains after)
-        rate = max(1.0, scored / elapsed)
-        scoring["turns_per_s_one_worker"] = rate
-        for factor in (1, 2, 4):
-            gateway = _gateway(tmp, sink.url, config=_EVAL_CONFIG)
-            try:
-                seconds = MEMORY_S if factor == 1 else RATE_S
-                rss: list[float] = []
-
-                async def feed_and_sample(target: _Process = gateway, s: float = seconds) -> int:
-                    task = asyncio.create_task(_paced(target.url, rate * factor, s))
-                    while not task.done():
-                        rss.append(target.rss_mb())
-                        await asyncio.sleep(5.0)
-                    return await task
-
-                asyncio.run(feed_and_sample())
-                health = _wait_drained(gateway)
-                turns = health["turns"]
-                not_scored = sum(
-                    v for k, v in health["counts"].items() if k.startswith("not_scored:")
-                )
-                submitted = turns["submitted"] + not_scored // 3
-                scoring[f"{factor}x"] = {
-                    "rate_per_s": rate * factor,
-                    "seconds": seconds,
-                    "turns_fed": submitted,
-                    "scored_share": (turns["scored"] + turns["errored"]) / max(1, submitted),
-                    "dropped_share": (turns["dropped"] + not_scored // 3) / max(1, submitted),
-                    "rss_mb": rss,
-                }
-                print(f"scoring {factor}x: {scoring[f'{factor}x']}", flush=True)
-            finally:
-                gateway.stop()
-    finally:
-        sink.stop()
-    out["scoring"] = scoring
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "gateway.json").write_text(json.dumps(out, indent=2) + "\n")
     (RESULTS / "gateway.md").write_text(_markdown(out))
@@ -576,14 +632,18 @@ def _markdown(out: dict[str, Any]) -> str:
         f"{t['ratio']['min']:.2f}x | {t['ratio']['max']:.2f}x |",
         "",
         f"## Forwarding latency while evaluation runs flat out ({s['latency_s']} s; one 1-span "
-        f"probe every {s['probe_interval_s'] * 1000:.0f} ms; 4 clients feeding RAG traces as "
-        "fast as the gateway takes them)",
+        f"probe every {s['probe_interval_s'] * 1000:.0f} ms beside a feed of "
+        f"{s['feed_rate_per_s']:.0f} RAG traces/s, {FEED_FACTOR:.0f}x the scoring rate)",
         "",
         "| path | p50 ms | p99 ms | max ms | probes |",
         "|---|---|---|---|---|",
     ]
-    for side, label in (("direct", "client -> sink"), ("proxy", "via minimal proxy (no load)"),
-                        ("gateway", "via gateway, evaluation saturated")):  # fmt: skip
+    for side, label in (
+        ("direct", "probe alone, client -> sink"),
+        ("proxy", "via minimal proxy, same feed"),
+        ("gateway_eval_off", "via gateway, evaluation off, same feed"),
+        ("gateway_eval_on", "via gateway, evaluation saturated"),
+    ):
         row = lat[side]
         rows.append(
             f"| {label} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {row['max_ms']:.2f} | "
@@ -591,9 +651,9 @@ def _markdown(out: dict[str, Any]) -> str:
         )
     rows += [
         "",
-        f"Added by the gateway (vs direct): p50 {lat['added_p50_ms']:.2f} ms, "
-        f"**p99 {lat['added_p99_ms']:.2f} ms** (the idle minimal proxy adds "
-        f"{lat['proxy_added_p99_ms']:.2f} ms at p99).",
+        f"Added at p99 by evaluation running flat out (on - off): "
+        f"**{lat['evaluation_added_p99_ms']:.2f} ms**; gateway with evaluation vs the minimal "
+        f"proxy: {lat['gateway_vs_proxy_p99_ms']:.2f} ms.",
         "",
         "## Forwarded-span loss under evaluator overload (same run)",
         "",
@@ -609,7 +669,7 @@ def _markdown(out: dict[str, Any]) -> str:
         f"Turns scored per second while saturated: **{sc['turns_per_s_one_worker']:.0f}** "
         "(one worker: about one core).",
         "",
-        "| fed at | turns/s | seconds | turns fed | scored | dropped | gateway RSS MB (every 5 s) |",
+        "| fed at | turns/s | seconds | turns fed | scored | dropped | RSS MB every 5 s |",
         "|---|---|---|---|---|---|---|",
     ]
     for factor in ("1x", "2x", "4x"):

@@ -61,6 +61,11 @@ class Scorer:
         return self._grouper.open_traces
 
     @property
+    def pending_requests(self) -> int:
+        """Requests fed but not yet grouped."""
+        return self._queue.qsize()
+
+    @property
     def turns_submitted(self) -> int:
         """Turns handed to the runner so far."""
         return self._turns

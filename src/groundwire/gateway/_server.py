@@ -115,9 +115,10 @@ class Gateway:
     # --- state -----------------------------------------------------------------------------------
 
     def ready(self) -> bool:
-        """Taking requests with room to spare in the forward buffer."""
+        """Taking requests with room to spare in the forward buffer, and scoring (when on)."""
         share = self.forwarder.buffered_bytes / self.config.buffer_max_bytes
-        return self._accepting and share < _READY_BUFFER_SHARE
+        scoring = self.scorer is None or self.scorer.started
+        return self._accepting and share < _READY_BUFFER_SHARE and scoring
 
     def health(self) -> dict[str, Any]:
         """Counters and state, for `/healthz` (no content, no secrets)."""
@@ -134,6 +135,7 @@ class Gateway:
             child = self.scorer.last
             out["scoring_process"] = "running" if self.scorer.alive else "stopped"
             out["open_traces"] = child.get("open_traces", 0)
+            out["scoring_queue"] = self.scorer.queued_requests
             out["turns"] = dict(child.get("turns", {}))
             for key, value in child.get("counts", {}).items():
                 out["counts"][key] = out["counts"].get(key, 0) + value

@@ -83,6 +83,7 @@ def _stats(
         "final": final,
         "drained": drained,
         "open_traces": scorer.open_traces,
+        "pending_requests": scorer.pending_requests,
         "counts": metrics.snapshot(),
         "turns": {
             "submitted": stats.submitted,
@@ -188,6 +189,20 @@ class ScoringProcess:
     def open_traces(self) -> int:
         """Traces being grouped in the child (as of its last report)."""
         return int(self.last.get("open_traces", 0))
+
+    @property
+    def started(self) -> bool:
+        """True once the child has reported (its evaluators are loaded and it is scoring)."""
+        return "submitted" in self.last.get("turns", {})
+
+    @property
+    def queued_requests(self) -> int:
+        """Traces requests waiting for the child (its inbox and its own queue)."""
+        try:
+            inbox = int(self._inbox.qsize())
+        except NotImplementedError:  # macOS has no sem_getvalue
+            inbox = 0
+        return inbox + int(self.last.get("pending_requests", 0))
 
     @property
     def alive(self) -> bool:
