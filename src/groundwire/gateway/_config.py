@@ -116,6 +116,13 @@ def _as_rates(value: Any) -> dict[str, float]:
 
 
 def _as_options(value: Any) -> dict[str, dict[str, Any]]:
+    if isinstance(value, str):
+        import json
+
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError("expected a JSON object (in a variable)") from None
     if isinstance(value, Mapping) and all(isinstance(v, Mapping) for v in value.values()):
         return {str(k): dict(v) for k, v in value.items()}
     raise ValueError("expected a mapping of evaluator name -> keyword arguments")

@@ -18,6 +18,9 @@ from groundwire._version import __version__
 
 __all__ = ["GatewayMetrics"]
 
+_MAX_LAGS = 10_000
+"""Lag samples held between two reports of the scoring process (more are not recorded)."""
+
 
 class GatewayMetrics:
     """Counts what the gateway received, forwarded, retried, dropped and refused."""
@@ -30,6 +33,7 @@ class GatewayMetrics:
         self.tallies: Counter[str] = Counter()
         """Exact counts by `kind:signal[:reason]` (e.g. `dropped:traces:expired`)."""
         self._gauges: dict[str, Callable[[], float]] = {}
+        self._lags: list[float] = []
         self._meter = None
         if meter_provider is None:
             return
@@ -172,3 +176,28 @@ class GatewayMetrics:
         self._tally("scored_traces", 1)
         if self._meter is not None:
             self._lag.record(seconds)
+        else:
+            with self._lock:
+                if len(self._lags) < _MAX_LAGS:
+                    self._lags.append(seconds)
+
+    def take_lags(self) -> list[float]:
+        """Lag samples kept since the last call (tallies-only metrics: the scoring process)."""
+        with self._lock:
+            lags, self._lags = self._lags, []
+        return lags
+
+    def absorb(self, before: dict[str, int], after: dict[str, int], lags: list[float]) -> None:
+        """Record what the scoring process counted between two of its reports."""
+        for key, value in after.items():
+            delta = value - before.get(key, 0)
+            if delta <= 0:
+                continue
+            if key == "late_spans":
+                self.late_spans(delta)
+            elif key == "evicted_traces":
+                self.evicted(delta)
+            elif key.startswith("not_scored:"):
+                self.not_scored(delta, key.split(":", 1)[1])
+        for seconds in lags:
+            self.scoring_lag(seconds)

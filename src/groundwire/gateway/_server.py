@@ -137,8 +137,6 @@ class Gateway:
             out["open_traces"] = child.get("open_traces", 0)
             out["scoring_queue"] = self.scorer.queued_requests
             out["turns"] = dict(child.get("turns", {}))
-            for key, value in child.get("counts", {}).items():
-                out["counts"][key] = out["counts"].get(key, 0) + value
         return out
 
     def stop(self) -> None:

@@ -20,7 +20,6 @@ import threading
 import time
 from typing import Any, Final
 
-from groundwire import semconv
 from groundwire.gateway._config import GatewayConfig
 from groundwire.gateway._metrics import GatewayMetrics
 
@@ -85,6 +84,7 @@ def _stats(
         "open_traces": scorer.open_traces,
         "pending_requests": scorer.pending_requests,
         "counts": metrics.snapshot(),
+        "lags": metrics.take_lags(),
         "turns": {
             "submitted": stats.submitted,
             "scored": stats.scored,
@@ -110,9 +110,8 @@ def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int)
     with contextlib.suppress(OSError):
         os.nice(_NICE)
     providers = build_providers(config, prometheus=False)
-    metrics = GatewayMetrics(providers.meter_provider, scope="groundwire.gateway.scoring")
+    metrics = GatewayMetrics(None)  # tallies only: the parent records them (one /metrics)
     scorer = _build_scorer(config, metrics, providers)
-    metrics.watch(semconv.METRIC_GATEWAY_OPEN_TRACES, lambda: scorer.open_traces)
     last = 0.0
     deadline_s = config.shutdown_timeout_s
     while True:
@@ -180,6 +179,8 @@ class ScoringProcess:
             except (EOFError, OSError):
                 self._final.set()
                 return
+            before = self.last.get("counts", {})
+            self._metrics.absorb(before, stats.get("counts", {}), stats.get("lags", []))
             self.last = stats
             if stats.get("final"):
                 self._final.set()
