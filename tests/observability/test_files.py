@@ -53,6 +53,22 @@ def _exported_names() -> set[str]:
         flat(semconv.METRIC_EVALUATIONS) + "_total",
         flat(semconv.METRIC_JUDGE_TOKENS) + "_total",
     }
+    names |= {flat(semconv.METRIC_GATEWAY_SCORING_LAG) + f"_seconds_{part}"
+              for part in ("bucket", "sum", "count")}  # fmt: skip
+    names |= {
+        flat(name) + "_total"
+        for name in (
+            semconv.METRIC_GATEWAY_RECEIVED,
+            semconv.METRIC_GATEWAY_FORWARDED,
+            semconv.METRIC_GATEWAY_DROPPED,
+            semconv.METRIC_GATEWAY_REFUSED,
+        )
+    }
+    names |= {
+        flat(semconv.METRIC_GATEWAY_QUEUE_BYTES),  # unit By: already ends in "bytes"
+        flat(semconv.METRIC_GATEWAY_QUEUE_CAPACITY) + "_bytes",
+        flat(semconv.METRIC_GATEWAY_OPEN_TRACES),
+    }
     return names | {flat(semconv.METRIC_QUEUE_SIZE)}
 
 
@@ -119,7 +135,7 @@ def test_dashboard_filters_every_groundwire_query_by_service() -> None:
             expr = target["expr"]
             for selector in re.findall(r"groundwire_\w+\{([^}]*)\}", expr):
                 assert 'job=~"$service"' in selector, (item["title"], selector)
-                if "queue_size" not in expr:
+                if "queue_size" not in expr and "groundwire_gateway_" not in expr:
                     assert 'gen_ai_evaluation_name=~"$evaluator"' in selector, item["title"]
                     assert 'gen_ai_request_model=~"$model"' in selector, item["title"]
 

@@ -80,6 +80,7 @@ class GatewayMetrics:
         for name, unit, description in (
             (semconv.METRIC_GATEWAY_QUEUE_SIZE, "{request}", "Requests in the forward buffer."),
             (semconv.METRIC_GATEWAY_QUEUE_BYTES, "By", "Bytes in the forward buffer."),
+            (semconv.METRIC_GATEWAY_QUEUE_CAPACITY, "By", "Size limit of the forward buffer."),
             (semconv.METRIC_GATEWAY_OPEN_TRACES, "{trace}", "Traces being grouped."),
         ):
             meter.create_observable_gauge(

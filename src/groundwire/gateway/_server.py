@@ -102,6 +102,7 @@ class Gateway:
         self.metrics.watch(
             semconv.METRIC_GATEWAY_QUEUE_BYTES, lambda: self.forwarder.buffered_bytes
         )
+        self.metrics.watch(semconv.METRIC_GATEWAY_QUEUE_CAPACITY, lambda: config.buffer_max_bytes)
         self.metrics.watch(
             semconv.METRIC_GATEWAY_OPEN_TRACES,
             lambda: self.scorer.open_traces if self.scorer is not None else 0,
