@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -23,6 +24,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.gateway.conftest import GatewayProcess, RawDownstream
+
+pytestmark = pytest.mark.slow  # each test runs real `groundwire serve` processes
 
 
 def _post(

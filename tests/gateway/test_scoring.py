@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -22,6 +23,8 @@ from tests.gateway._traces import (
     request,
 )
 from tests.gateway.conftest import GatewayProcess, RawDownstream
+
+pytestmark = pytest.mark.slow  # each test runs real `groundwire serve` processes
 
 import groundwire
 from groundwire import semconv

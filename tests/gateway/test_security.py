@@ -22,6 +22,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.gateway.conftest import GatewayProcess, RawDownstream
 
+pytestmark = pytest.mark.slow  # each test runs real `groundwire serve` processes
+
 _TOKEN = "t0ken-never-logged"
 
 
