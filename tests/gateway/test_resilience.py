@@ -16,9 +16,9 @@ import pytest
 from tests.gateway._traces import new_span_id, new_trace_id, openinference_rag_trace, request
 from tests.gateway.conftest import GatewayProcess, RawDownstream
 
-pytestmark = pytest.mark.slow  # each test runs real `groundwire serve` processes
-
 from groundwire import semconv
+
+pytestmark = pytest.mark.slow  # each test runs real `groundwire serve` processes
 
 
 def _post(url: str, body: bytes) -> tuple[int, dict[str, str]]:

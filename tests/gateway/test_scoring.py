@@ -24,14 +24,14 @@ from tests.gateway._traces import (
 )
 from tests.gateway.conftest import GatewayProcess, RawDownstream
 
-pytestmark = pytest.mark.slow  # each test runs real `groundwire serve` processes
-
 import groundwire
 from groundwire import semconv
 from groundwire.assembly import turns_from_spans
 from groundwire.gateway._signals import SIGNALS, decode
 from groundwire.offline.readers._otlp_proto import spans_from_message
 from groundwire.testing import ReceivedSpan
+
+pytestmark = pytest.mark.slow  # each test runs real `groundwire serve` processes
 
 _FAST = ("--quiet-period", "0.3", "--max-wait", "20")
 _ENV = {"GROUNDWIRE_GATEWAY_METRICS_INTERVAL_S": "0.5"}
