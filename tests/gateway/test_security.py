@@ -101,3 +101,41 @@ def test_tls_and_token_on_http_and_grpc(
     except (urllib.error.URLError, ConnectionError):
         pass
     assert _TOKEN not in gateway.output()
+
+
+def test_client_certificates_are_required_when_a_client_ca_is_set(
+    tmp_path: Path,
+    downstream: RawDownstream,
+    run_gateway: Callable[..., GatewayProcess],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With `--tls-client-ca`, an exporter presenting a certificate from that CA gets through;
+    one without a client certificate fails the handshake and nothing is forwarded for it."""
+    ca, cert, key = _certificates(tmp_path)
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    client_key, client_csr = tmp_path / "client.key", tmp_path / "client.csr"
+    client_cert = tmp_path / "client.pem"
+    for command in (
+        ["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", client_key,
+         "-out", client_csr, "-subj", "/CN=app"],
+        ["openssl", "x509", "-req", "-in", client_csr, "-CA", ca, "-CAkey", tmp_path / "ca.key",
+         "-CAcreateserial", "-out", client_cert, "-days", "1"],
+    ):  # fmt: skip
+        subprocess.run([str(part) for part in command], check=True, capture_output=True)
+    gateway = run_gateway(
+        "--forward", downstream.endpoint, "--tls-cert", str(cert), "--tls-key", str(key),
+        "--tls-client-ca", str(ca),
+    )  # fmt: skip
+    url = f"https://127.0.0.1:{gateway.http_port}/v1/traces"
+    with_cert = OTLPSpanExporter(
+        endpoint=url,
+        certificate_file=str(ca),
+        client_certificate_file=str(client_cert),
+        client_key_file=str(client_key),
+    )
+    assert with_cert.export(_spans("mtls-ok")) == SpanExportResult.SUCCESS
+    without = OTLPSpanExporter(endpoint=url, certificate_file=str(ca), timeout=3)
+    assert without.export(_spans("mtls-denied")) == SpanExportResult.FAILURE
+    assert downstream.wait_for(lambda d: len(d.spans()) == 1)
+    assert [s.name for s in downstream.spans()] == ["mtls-ok"]

@@ -21,6 +21,7 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 
 from groundwire.gateway._intake import Intake
+from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._signals import CONTENT_JSON, CONTENT_PROTOBUF, SIGNALS, Signal
 
 __all__ = ["build_app", "token_matches"]
@@ -33,6 +34,7 @@ _GRPC_RESOURCE_EXHAUSTED: Final = 8
 _GRPC_UNAUTHENTICATED: Final = 16
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_METRICS: Final = web.AppKey("metrics", GatewayMetrics)
 
 
 def token_matches(value: str | None, token: str, header: str) -> bool:
@@ -179,10 +181,7 @@ def _auth_middleware(token: str, header: str) -> Any:
         if request.path.startswith("/v1/"):
             name = request.path.rsplit("/", 1)[-1]
             if name in SIGNALS:
-                from groundwire.gateway._metrics import GatewayMetrics
-
-                metrics: GatewayMetrics = request.app["metrics"]
-                metrics.refused(name, "unauthenticated")
+                request.app[_METRICS].refused(name, "unauthenticated")
         return _status(
             401,
             _GRPC_UNAUTHENTICATED,
@@ -206,7 +205,7 @@ def build_app(
     """The aiohttp application of the receiver."""
     middlewares = [_auth_middleware(auth_token, auth_header)] if auth_token else []
     app = web.Application(client_max_size=max_request_bytes, middlewares=middlewares)
-    app["metrics"] = intake.metrics
+    app[_METRICS] = intake.metrics
     receiver = _Receiver(intake, max_request_bytes=max_request_bytes, health=health, ready=ready)
     for signal in SIGNALS.values():
         app.router.add_post(signal.path, receiver.handler(signal))

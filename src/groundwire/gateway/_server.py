@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import ssl
@@ -188,6 +189,10 @@ class Gateway:
                 tls_key_file=config.tls_key_file,
                 tls_client_ca_file=config.tls_client_ca_file,
             )
+        # Everything built so far lives as long as the process: keep it out of the collector's
+        # full passes, which otherwise stall the loop for a long time every few seconds.
+        gc.collect()
+        gc.freeze()
         self._accepting = True
         scheme = "https" if config.tls_cert_file else "http"
         grpc_text = f"{host}:{self.grpc_port}" if self.grpc_port else "off"
