@@ -77,6 +77,12 @@ def test_tls_and_token_on_http_and_grpc(
     assert good.export(_spans("http-ok")) == SpanExportResult.SUCCESS
     bad = OTLPSpanExporter(endpoint=base + "/v1/traces", certificate_file=str(ca))
     assert bad.export(_spans("http-denied")) == SpanExportResult.FAILURE
+    wrong = OTLPSpanExporter(
+        endpoint=base + "/v1/traces",
+        certificate_file=str(ca),
+        headers={"authorization": f"Bearer {_TOKEN}x"},
+    )
+    assert wrong.export(_spans("http-wrong-token")) == SpanExportResult.FAILURE
     credentials = grpc.ssl_channel_credentials(root_certificates=ca.read_bytes())
     target = f"127.0.0.1:{gateway.grpc_port}"
     grpc_good = GrpcSpanExporter(endpoint=target, credentials=credentials, headers=auth)
