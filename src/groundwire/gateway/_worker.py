@@ -160,6 +160,7 @@ class ScoringProcess:
         )
         self._process.start()
         self._closing = False
+        self._dead = False
         self.last: dict[str, Any] = {"open_traces": 0, "counts": {}, "turns": {}}
         self._final = threading.Event()
         self._reader = threading.Thread(target=self._read, name="gateway-scoring-stats")
@@ -173,6 +174,13 @@ class ScoringProcess:
                 stats = self._outbox.get(timeout=1.0)
             except queue.Empty:
                 if not self._process.is_alive():
+                    self._dead = True
+                    if not self._closing:
+                        logger.error(
+                            "the scoring process exited (code %s); forwarding goes on, traces "
+                            "are no longer scored (counted as not_scored)",
+                            self._process.exitcode,
+                        )
                     self._final.set()
                     return
                 continue
@@ -212,8 +220,8 @@ class ScoringProcess:
 
     def feed(self, body: bytes, spans: int) -> bool:
         """Queue a protobuf traces request for scoring; never blocks (False: counted, dropped)."""
-        if self._closing:
-            self._metrics.not_scored(spans, "shutdown")
+        if self._closing or self._dead:
+            self._metrics.not_scored(spans, "shutdown" if self._closing else "scoring_stopped")
             return False
         try:
             self._inbox.put_nowait((body, time.monotonic()))
