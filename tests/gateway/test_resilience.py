@@ -186,3 +186,30 @@ def test_two_replicas_each_receive_whole_traces_and_score_each_once(
         want = len(routed[index])
         turns = replica.wait_health(lambda h, n=want: h["turns"].get("scored") == n)["turns"]
         assert turns["submitted"] == turns["scored"] == want
+
+
+def test_a_dead_scoring_process_never_stops_forwarding(
+    downstream: RawDownstream, run_gateway: Callable[..., GatewayProcess]
+) -> None:
+    """Killing the scoring process: the gateway logs it, keeps forwarding every request, and
+    counts the spans it can no longer score."""
+    import os
+    import signal
+    from pathlib import Path
+
+    gateway = run_gateway("--forward", downstream.endpoint, "-e", "quoted_spans")
+    gateway.wait_health(lambda h: "submitted" in h.get("turns", {}))
+    pid = gateway.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    (child,) = [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    os.kill(int(child), signal.SIGKILL)  # (the other child is multiprocessing's resource tracker)
+    gateway.wait_health(lambda h: h.get("scoring_process") == "stopped")
+    time.sleep(1.5)  # the parent notices within a second
+    trace = openinference_rag_trace()
+    assert _post(gateway.url + "/v1/traces", request(trace))[0] == 200
+    assert downstream.wait_for(lambda d: len(d.spans()) == 3)
+    counts = gateway.wait_health(lambda h: h["counts"].get("not_scored:scoring_stopped") == 3)[
+        "counts"
+    ]
+    assert counts["not_scored:scoring_stopped"] == 3 and counts["forwarded:traces"] == 3
+    assert "the scoring process exited" in gateway.output()
