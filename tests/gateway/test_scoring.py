@@ -138,3 +138,25 @@ def test_python_sdk_over_grpc_is_scored_like_in_process(
     (event,) = carrier.events
     assert event.attributes[semconv.GEN_AI_EVALUATION_SCORE_VALUE] == 1.0
     assert {s.name for s in downstream.spans()} == {"rag", "retrieve", "llm", "evaluation"}
+
+
+def test_grpc_downstream_receives_the_traffic_and_the_scores(
+    run_gateway: Callable[..., GatewayProcess],
+) -> None:
+    """`--forward grpc://...`: OTLP/JSON from the app reaches a real OTLP/gRPC receiver as
+    protobuf, and the evaluation span is exported there too."""
+    from groundwire.testing import OtlpGrpcReceiver
+
+    with OtlpGrpcReceiver() as receiver:
+        gateway = run_gateway(
+            "--forward", f"grpc://127.0.0.1:{receiver.port}", "-e", "quoted_spans", *_FAST
+        )
+        trace = openinference_rag_trace()
+        assert _post_json(gateway.url + "/v1/traces", request(trace)) == 200
+        assert receiver.wait_for(
+            lambda r: len(r.spans(semconv.EVALUATION_SPAN_NAME)) == 1, timeout_s=20
+        )
+        names = sorted(s.name for s in receiver.spans())
+        assert names == sorted([*(s["name"] for s in trace), semconv.EVALUATION_SPAN_NAME])
+        (carrier,) = receiver.spans(semconv.EVALUATION_SPAN_NAME)
+        assert carrier.parent_span_id == trace[2]["spanId"]
