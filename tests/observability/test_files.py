@@ -53,6 +53,22 @@ def _exported_names() -> set[str]:
         flat(semconv.METRIC_EVALUATIONS) + "_total",
         flat(semconv.METRIC_JUDGE_TOKENS) + "_total",
     }
+    names |= {flat(semconv.METRIC_GATEWAY_SCORING_LAG) + f"_seconds_{part}"
+              for part in ("bucket", "sum", "count")}  # fmt: skip
+    names |= {
+        flat(name) + "_total"
+        for name in (
+            semconv.METRIC_GATEWAY_RECEIVED,
+            semconv.METRIC_GATEWAY_FORWARDED,
+            semconv.METRIC_GATEWAY_DROPPED,
+            semconv.METRIC_GATEWAY_REFUSED,
+        )
+    }
+    names |= {
+        flat(semconv.METRIC_GATEWAY_QUEUE_BYTES),  # unit By: already ends in "bytes"
+        flat(semconv.METRIC_GATEWAY_QUEUE_CAPACITY) + "_bytes",
+        flat(semconv.METRIC_GATEWAY_OPEN_TRACES),
+    }
     return names | {flat(semconv.METRIC_QUEUE_SIZE)}
 
 
@@ -124,7 +140,7 @@ def test_dashboard_filters_every_groundwire_query_by_service() -> None:
             expr = target["expr"]
             for selector in re.findall(r"groundwire_\w+\{([^}]*)\}", expr):
                 assert 'job=~"$service"' in selector, (item["title"], selector)
-                if "queue_size" not in expr:
+                if "queue_size" not in expr and "groundwire_gateway_" not in expr:
                     assert 'gen_ai_evaluation_name=~"$evaluator"' in selector, item["title"]
                     assert 'gen_ai_request_model=~"$model"' in selector, item["title"]
 
@@ -189,7 +205,12 @@ def test_score_panels_link_to_low_scoring_turns_in_tempo() -> None:
 
 # --- Collector ------------------------------------------------------------------------------------
 
-COLLECTOR_CONFIGS = ["otelcol.yaml", "otelcol-loadbalancing.yaml", "otelcol-backend.yaml"]
+COLLECTOR_CONFIGS = [
+    "otelcol.yaml",
+    "otelcol-loadbalancing.yaml",
+    "otelcol-backend.yaml",
+    "otelcol-gateway.yaml",
+]
 
 
 @pytest.mark.parametrize("name", COLLECTOR_CONFIGS)
@@ -242,6 +263,45 @@ def test_loadbalancing_routes_by_trace_id_to_the_backends() -> None:
     assert semconv.GEN_AI_EVALUATION_SCORE_VALUE in condition
 
 
+def test_gateway_stack_routes_traces_by_trace_id_to_gateway_replicas_that_forward_on() -> None:
+    """Front tier: traces and logs by trace id to exactly the gateway replicas of
+    compose.gateway.yaml on their OTLP/gRPC port; each replica forwards to the backend Collector,
+    which exports traces to Jaeger and metrics where the gateway stack's Prometheus scrapes."""
+    front = _yaml("otelcol/otelcol-gateway.yaml")
+    balancer = front["exporters"]["loadbalancing"]
+    assert balancer["routing_key"] == "traceID"
+    pipelines = front["service"]["pipelines"]
+    assert pipelines["traces"]["exporters"] == pipelines["logs"]["exporters"] == ["loadbalancing"]
+    assert "batch" not in pipelines["traces"]["processors"]
+    assert balancer["protocol"]["otlp"]["retry_on_failure"]["enabled"] is True
+    services = _yaml("compose.gateway.yaml")["services"]
+    gateways = {name: s for name, s in services.items() if name.startswith("groundwire-gateway")}
+    assert len(gateways) == 2
+    hosts = balancer["resolver"]["static"]["hostnames"]
+    assert {h.rsplit(":", 1)[0] for h in hosts} == set(gateways)
+    backend_config = {t: src for src, t in _bind_mounts(services["otel-collector-backend"])}
+    backend = yaml.safe_load(backend_config["/etc/otelcol/config.yaml"].read_text())
+    for name, service in gateways.items():
+        command = service["command"][-1]
+        assert "groundwire serve" in command and "--evaluators" in command, name
+        grpc = re.search(r"--grpc (\S+)", command)
+        assert grpc is not None and {h.rsplit(":", 1)[1] for h in hosts} == {
+            grpc.group(1).rsplit(":", 1)[1]
+        }
+        forward = re.search(r"--forward http://([\w-]+):(\d+)", command)
+        assert forward is not None and forward.group(1) == "otel-collector-backend"
+        http = backend["receivers"]["otlp"]["protocols"]["http"]["endpoint"]
+        assert http.rsplit(":", 1)[1] == forward.group(2)
+        assert "/readyz" in " ".join(service["healthcheck"]["test"])
+    assert front["exporters"]["otlp/backend"]["endpoint"].startswith("otel-collector-backend:")
+    assert set(backend["service"]["pipelines"]) >= {"traces", "metrics", "logs"}
+    scraped = {t: src for src, t in _bind_mounts(services["prometheus"])}
+    prometheus = yaml.safe_load(scraped["/etc/prometheus/prometheus.yml"].read_text())
+    port = backend["exporters"]["prometheus"]["endpoint"].rsplit(":", 1)[1]
+    targets = prometheus["scrape_configs"][0]["static_configs"][0]["targets"]
+    assert targets == [f"otel-collector-backend:{port}"]
+
+
 # --- compose and provisioning ---------------------------------------------------------------------
 
 
@@ -254,7 +314,10 @@ def _bind_mounts(service: dict[str, Any]) -> list[tuple[Path, str]]:
     return mounts
 
 
-@pytest.mark.parametrize("name", ["compose.yaml", "compose.loadbalancing.yaml"])
+COMPOSE_FILES = ["compose.yaml", "compose.loadbalancing.yaml", "compose.gateway.yaml"]
+
+
+@pytest.mark.parametrize("name", COMPOSE_FILES)
 def test_compose_images_are_pinned_and_mounts_exist(name: str) -> None:
     """Every image has a fixed version tag and every bind-mounted file or folder exists."""
     for service_name, service in _yaml(name)["services"].items():
@@ -320,7 +383,7 @@ def compose_schema(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return schema
 
 
-@pytest.mark.parametrize("name", ["compose.yaml", "compose.loadbalancing.yaml"])
+@pytest.mark.parametrize("name", COMPOSE_FILES)
 def test_compose_files_follow_the_compose_specification(
     compose_schema: dict[str, Any], name: str
 ) -> None:

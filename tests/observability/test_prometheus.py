@@ -10,6 +10,7 @@ a broken panel.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -22,7 +23,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 """Slow: Prometheus (maybe installed by apt-get first) and the app start in the first test."""
 
 SERVICE = "rag-app"
+GATEWAY_SERVICE = "groundwire-gateway"
 READY_DEADLINE_S = 60.0
 WINDOW = "1m"
 """Stands in for `$__rate_interval` and `$__range`: longer than the whole run."""
@@ -212,7 +214,64 @@ def _start_app() -> tuple[subprocess.Popen[str], str]:
     return app, line.split()[1]
 
 
-def _start_prometheus(binary: str, scrape_url: str, workdir: Path) -> tuple[Any, str]:
+def _start_gateways(workdir: Path) -> tuple[list[Any], Any, Callable[[], None]]:
+    """Two real `groundwire serve` replicas put in the state the gateway row and alerts show: one
+    whose downstream is down (its buffer over half full: lagging), and one that (when the returned
+    callable runs, once Prometheus scrapes it, so that its counters visibly increase) forwards,
+    drops a request its downstream refuses for good, refuses a malformed one, scores a trace."""
+    from tests.gateway._traces import openinference_rag_trace, request
+    from tests.gateway.conftest import GatewayProcess, RawDownstream
+
+    downstream = RawDownstream().start()
+    downstream.status = 400
+    closed = _free_port()
+    lagging = GatewayProcess(
+        ["--listen", "127.0.0.1:0", "--forward", f"http://127.0.0.1:{closed}",
+         "--max-request-bytes", "4096"],
+        workdir / "gateway-lagging.log",
+        {"GROUNDWIRE_GATEWAY_BUFFER_MAX_BYTES": "4096"},
+    )  # fmt: skip
+    scoring = GatewayProcess(
+        ["--listen", "127.0.0.1:0", "--forward", downstream.endpoint, "-e", "quoted_spans",
+         "--quiet-period", "0.2"],
+        workdir / "gateway-scoring.log",
+    )  # fmt: skip
+
+    def post(gateway: Any, body: bytes) -> None:
+        req = urllib.request.Request(
+            gateway.url + "/v1/traces",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with contextlib.suppress(urllib.error.HTTPError):  # the malformed one gets 400
+            urllib.request.urlopen(req, timeout=10).read()
+
+    trace = openinference_rag_trace()
+    for span in trace:
+        post(lagging, request([span]))  # about 3 KB of a 4 KB buffer, never delivered
+
+    def trigger() -> None:
+        # Two drops a few scrapes apart: Prometheus sees a counter's increase only from its
+        # second sample on (a series that appears at 1 has not increased).
+        for count in (1, 2):
+            post(scoring, request([trace[count]]))  # refused for good downstream: dropped
+            scoring.wait_health(lambda h, n=count: h["counts"].get("dropped:traces", 0) == n)
+            time.sleep(2.5)
+        downstream.status = 200
+        post(scoring, request(openinference_rag_trace()))  # forwarded and scored
+        post(scoring, b"{not json")  # refused: malformed
+        scoring.wait_health(lambda h: h["turns"].get("scored") == 1)
+
+    return [lagging, scoring], downstream, trigger
+
+
+def _start_prometheus(
+    binary: str,
+    scrape_url: str,
+    workdir: Path,
+    gateways: list[Any] = (),  # type: ignore[assignment]
+) -> tuple[Any, str]:
     target = urllib.parse.urlsplit(scrape_url)
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
@@ -222,7 +281,11 @@ def _start_prometheus(binary: str, scrape_url: str, workdir: Path) -> tuple[Any,
                 "job_name": SERVICE,
                 "metrics_path": target.path,
                 "static_configs": [{"targets": [target.netloc]}],
-            }
+            },
+            {
+                "job_name": GATEWAY_SERVICE,
+                "static_configs": [{"targets": [f"127.0.0.1:{g.http_port}" for g in gateways]}],
+            },
         ],
     }
     config_path = workdir / "prometheus.yml"
@@ -256,7 +319,8 @@ def stack(prometheus_bin: tuple[str, str]) -> Iterator[Stack]:
     """The app scoring turns while Prometheus scrapes it, until every query has data."""
     with tempfile.TemporaryDirectory(prefix="groundwire-prom-") as tmp:
         app, scrape_url = _start_app()
-        prometheus, api = _start_prometheus(prometheus_bin[0], scrape_url, Path(tmp))
+        gateways, downstream, trigger = _start_gateways(Path(tmp))
+        prometheus, api = _start_prometheus(prometheus_bin[0], scrape_url, Path(tmp), gateways)
         stack = Stack(api)
         try:
             deadline = time.monotonic() + READY_DEADLINE_S
@@ -264,6 +328,10 @@ def stack(prometheus_bin: tuple[str, str]) -> Iterator[Stack]:
                 assert prometheus.poll() is None, (Path(tmp) / "prometheus.log").read_text()
                 assert time.monotonic() < deadline, "Prometheus never scraped the app"
                 time.sleep(0.5)
+            while not _scraped(stack, GATEWAY_SERVICE):
+                assert time.monotonic() < deadline, "Prometheus never scraped the gateways"
+                time.sleep(0.5)
+            trigger()
             assert app.stdin is not None
             app.stdin.write("go\n")
             app.stdin.flush()
@@ -280,11 +348,14 @@ def stack(prometheus_bin: tuple[str, str]) -> Iterator[Stack]:
             except subprocess.TimeoutExpired:
                 _stop(app)
             _stop(prometheus)
+            for gateway in gateways:
+                gateway.kill()
+            downstream.stop()
 
 
-def _scraped(stack: Stack) -> bool:
+def _scraped(stack: Stack, job: str = SERVICE) -> bool:
     try:
-        return any(s["value"][1] == "1" for s in stack.query(f'up{{job="{SERVICE}"}}'))
+        return any(s["value"][1] == "1" for s in stack.query(f'up{{job="{job}"}}'))
     except (AssertionError, OSError):
         return False
 
@@ -307,7 +378,8 @@ def test_alert_expression_returns_data(stack: Stack, query: Query) -> None:
     for series in result:
         missing = [label for label in query.labels if label not in series["metric"]]
         assert not missing, f"{query.where}: series {series['metric']} lacks {missing}"
-        assert series["metric"]["job"] == SERVICE
+        expected = GATEWAY_SERVICE if "Gateway" in query.where else SERVICE
+        assert series["metric"]["job"] == expected
 
 
 def test_rules_are_evaluated_by_prometheus(stack: Stack) -> None:
@@ -373,7 +445,7 @@ def test_rules_file_passes_promtool(prometheus_bin: tuple[str, str]) -> None:
         [prometheus_bin[1], "check", "rules", str(RULES)], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 6 rules found" in done.stdout + done.stderr
+    assert "SUCCESS: 8 rules found" in done.stdout + done.stderr
 
 
 def test_alerts_fire_after_their_for_with_their_annotations(

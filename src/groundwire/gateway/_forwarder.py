@@ -1,0 +1,463 @@
+"""The forwarder: a bounded retry buffer and sender tasks that pass requests on, unchanged.
+
+Every accepted request is appended to one buffer, bounded in bytes; `offer` refuses (the receiver
+answers 503 with Retry-After) rather than growing it. Sender tasks post buffered requests
+downstream as they were received. A retryable failure (connection error, timeout, 429/502/503/504
+or the gRPC equivalents) puts the request back at the head and closes a shared gate for a backoff
+that doubles per consecutive failure (jittered, capped), or for the downstream's Retry-After;
+one success reopens it. A request older than `retry_max_elapsed_s`, or refused for good
+(another 4xx), is dropped, counted by reason and logged, never silently lost; at shutdown what is
+left after the deadline is counted as `shutdown`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import gzip
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from groundwire.gateway._metrics import GatewayMetrics
+from groundwire.gateway._signals import CONTENT_PROTOBUF, Signal
+
+__all__ = ["Batch", "Forwarder", "GrpcTransport", "HttpTransport", "Outcome", "Transport"]
+
+logger = logging.getLogger("groundwire.gateway")
+
+_RETRYABLE_HTTP: Final = frozenset({429, 502, 503, 504})
+"""The statuses the OTLP specification names as retryable."""
+_RETRYABLE_GRPC: Final = frozenset(
+    {"CANCELLED", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED", "OUT_OF_RANGE",
+     "UNAVAILABLE", "DATA_LOSS"}
+)  # fmt: skip
+_MAX_RETRY_AFTER_S: Final = 300.0
+
+
+@dataclass(eq=False, slots=True)
+class Batch:
+    """One received request, held until downstream acknowledges it."""
+
+    signal: Signal
+    body: bytes
+    """The body as received (decompressed)."""
+    content_type: str
+    """`application/x-protobuf` or `application/json`."""
+    items: int
+    """Spans, data points or log records in it."""
+    message: Any = None
+    """The decoded message (needed to send a JSON body over gRPC)."""
+    received: float = field(default_factory=time.monotonic)
+    attempts: int = 0
+
+    @property
+    def size(self) -> int:
+        """Bytes it holds in the buffer."""
+        return len(self.body)
+
+    def protobuf(self) -> bytes:
+        """The body as binary protobuf."""
+        if self.content_type == CONTENT_PROTOBUF:
+            return self.body
+        return bytes(self.message.SerializeToString())
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one downstream attempt came to."""
+
+    ok: bool
+    retryable: bool = False
+    retry_after_s: float | None = None
+    status: str = ""
+    """The HTTP status or gRPC code, for logs."""
+    rejected: int = 0
+    """Items the downstream reported as rejected in a partial success."""
+
+
+class Transport(Protocol):
+    """Sends one batch downstream."""
+
+    async def send(self, batch: Batch) -> Outcome:
+        """One attempt; never raises for a network or protocol problem."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A Retry-After header (delay-seconds or HTTP-date) in seconds; None when absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return min(float(value), _MAX_RETRY_AFTER_S)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return min(max(0.0, when.timestamp() - time.time()), _MAX_RETRY_AFTER_S)
+
+
+def _rejected(signal: Signal, payload: bytes) -> int:
+    """Items a downstream's partial-success response rejected (0 when it says nothing)."""
+    if not payload:
+        return 0
+    response = signal.response_type()
+    try:
+        response.ParseFromString(payload)
+    except Exception:
+        return 0
+    if not response.HasField("partial_success"):
+        return 0
+    return int(getattr(response.partial_success, signal.rejected_field))
+
+
+class HttpTransport:
+    """OTLP/HTTP to `endpoint` + `/v1/<signal>`, with aiohttp; bodies as they were received."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        headers: Mapping[str, str],
+        timeout_s: float,
+        compression: str,
+        ca_file: str | None,
+    ) -> None:
+        """Set where and how to post; the session is created on first use (inside the loop)."""
+        self._base = endpoint.rstrip("/")
+        self._headers = dict(headers)
+        self._timeout_s = timeout_s
+        self._gzip = compression == "gzip"
+        self._ca_file = ca_file
+        self._session: Any = None
+
+    def _open(self) -> Any:
+        import aiohttp
+
+        ssl: Any = None
+        if self._ca_file:
+            import ssl as ssl_module
+
+            ssl = ssl_module.create_default_context(cafile=self._ca_file)
+        connector = aiohttp.TCPConnector(limit=0, ssl=ssl if ssl is not None else True)
+        return aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=self._timeout_s),
+            auto_decompress=True,
+            skip_auto_headers=("User-Agent",),
+        )
+
+    async def send(self, batch: Batch) -> Outcome:
+        """Post the batch; classify the answer as the OTLP specification says."""
+        import aiohttp
+
+        if self._session is None:
+            self._session = self._open()
+        headers = {**self._headers, "Content-Type": batch.content_type}
+        body = batch.body
+        if self._gzip:
+            body = gzip.compress(body, compresslevel=1)
+            headers["Content-Encoding"] = "gzip"
+        try:
+            async with self._session.post(
+                self._base + batch.signal.path, data=body, headers=headers
+            ) as response:
+                payload = await response.read()
+                status = response.status
+                if 200 <= status < 300:
+                    rejected = (
+                        _rejected(batch.signal, payload)
+                        if batch.content_type == CONTENT_PROTOBUF
+                        else 0
+                    )
+                    return Outcome(True, status=str(status), rejected=rejected)
+                return Outcome(
+                    False,
+                    retryable=status in _RETRYABLE_HTTP,
+                    retry_after_s=retry_after_seconds(response.headers.get("Retry-After")),
+                    status=str(status),
+                )
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            return Outcome(False, retryable=True, status=type(error).__name__)
+
+    async def close(self) -> None:
+        """Close the client session."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+class GrpcTransport:
+    """OTLP/gRPC to `host:port`; protobuf bodies go out as received, without re-encoding."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        secure: bool,
+        headers: Mapping[str, str],
+        timeout_s: float,
+        compression: str,
+        ca_file: str | None,
+    ) -> None:
+        """Set where and how to call; the channel is created on first use (inside the loop)."""
+        self._target = target
+        self._secure = secure
+        self._metadata = tuple((key.lower(), value) for key, value in headers.items())
+        self._timeout_s = timeout_s
+        self._compression = compression
+        self._ca_file = ca_file
+        self._channel: Any = None
+        self._calls: dict[str, Any] = {}
+
+    def _call(self, signal: Signal) -> Any:
+        import grpc  # type: ignore[import-untyped]
+
+        if self._channel is None:
+            compression = grpc.Compression.Gzip if self._compression == "gzip" else None
+            if self._secure:
+                root = open(self._ca_file, "rb").read() if self._ca_file else None  # noqa: SIM115
+                credentials = grpc.ssl_channel_credentials(root_certificates=root)
+                self._channel = grpc.aio.secure_channel(
+                    self._target, credentials, compression=compression
+                )
+            else:
+                self._channel = grpc.aio.insecure_channel(self._target, compression=compression)
+        call = self._calls.get(signal.name)
+        if call is None:
+            call = self._channel.unary_unary(
+                signal.grpc_method,
+                request_serializer=None,
+                response_deserializer=None,
+            )
+            self._calls[signal.name] = call
+        return call
+
+    async def send(self, batch: Batch) -> Outcome:
+        """Call Export with the batch's protobuf bytes; classify the status code."""
+        import grpc
+
+        try:
+            payload = await self._call(batch.signal)(
+                batch.protobuf(), timeout=self._timeout_s, metadata=self._metadata
+            )
+        except grpc.aio.AioRpcError as error:
+            code = error.code().name
+            return Outcome(False, retryable=code in _RETRYABLE_GRPC, status=code)
+        except (TimeoutError, OSError) as error:
+            return Outcome(False, retryable=True, status=type(error).__name__)
+        return Outcome(True, status="OK", rejected=_rejected(batch.signal, payload or b""))
+
+    async def close(self) -> None:
+        """Close the channel."""
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+
+
+class Forwarder:
+    """The bounded retry buffer and its sender tasks (all on one asyncio loop)."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        metrics: GatewayMetrics,
+        *,
+        max_bytes: int,
+        senders: int,
+        retry_initial_s: float,
+        retry_max_s: float,
+        retry_max_elapsed_s: float,
+    ) -> None:
+        """Bound the buffer at `max_bytes`; `senders` requests in flight at once."""
+        self._transport = transport
+        self._metrics = metrics
+        self._max_bytes = max_bytes
+        self._senders = senders
+        self._initial = retry_initial_s
+        self._max_backoff = retry_max_s
+        self._max_elapsed = retry_max_elapsed_s
+        self._queue: deque[Batch] = deque()
+        self._bytes = 0
+        self._in_flight = 0
+        self._failures = 0
+        self._gate_until = 0.0
+        self._wake: asyncio.Event | None = None
+        self._idle: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._sending: set[Batch] = set()
+        self._stopping = False
+        self.last_error: str | None = None
+        """The last downstream failure (status or error name), None after a success."""
+
+    # --- the receiving side ----------------------------------------------------------------------
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held (queued and in flight)."""
+        return self._bytes
+
+    @property
+    def buffered_requests(self) -> int:
+        """Requests held (queued and in flight)."""
+        return len(self._queue) + self._in_flight
+
+    @property
+    def retry_after_s(self) -> int:
+        """What to tell a refused sender: the time until the gate opens (at least 1 s)."""
+        return max(1, int(self._gate_until - time.monotonic() + 0.999))
+
+    def has_room(self, size: int) -> bool:
+        """True when `size` more bytes fit in the buffer."""
+        return not self._stopping and self._bytes + size <= self._max_bytes
+
+    def offer(self, batch: Batch) -> bool:
+        """Take a batch for forwarding; False (nothing taken) when the buffer is full."""
+        if not self.has_room(batch.size):
+            return False
+        self._queue.append(batch)
+        self._bytes += batch.size
+        self._metrics.received(batch.signal.name, batch.items)
+        if self._wake is not None:
+            self._wake.set()
+        return True
+
+    # --- the sending side ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the sender tasks on the running loop."""
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._tasks = [
+            asyncio.create_task(self._sender(), name=f"gateway-sender-{index}")
+            for index in range(self._senders)
+        ]
+
+    async def _next(self) -> Batch:
+        """The next batch to send, once the gate is open."""
+        assert self._wake is not None
+        while True:
+            delay = self._gate_until - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+                continue
+            if self._queue:
+                return self._queue.popleft()
+            self._wake.clear()
+            await self._wake.wait()
+
+    async def _sender(self) -> None:
+        """Send batches forever."""
+        assert self._idle is not None
+        while True:
+            batch = await self._next()
+            self._in_flight += 1
+            self._sending.add(batch)
+            self._idle.clear()
+            try:
+                await self._attempt(batch)
+            except asyncio.CancelledError:
+                self._drop(batch, "shutdown", "cancelled in flight at the shutdown deadline")
+                raise
+            except Exception:
+                logger.exception("forwarding failed unexpectedly; the request is retried")
+                self._queue.appendleft(batch)
+            finally:
+                self._sending.discard(batch)
+                self._in_flight -= 1
+                if not self._queue and not self._in_flight:
+                    self._idle.set()
+
+    async def _attempt(self, batch: Batch) -> None:
+        """One try at a batch, then its accounting."""
+        if batch.attempts:
+            self._metrics.retried(batch.signal.name, batch.items)
+        batch.attempts += 1
+        outcome = await self._transport.send(batch)
+        name = batch.signal.name
+        if outcome.ok:
+            self._failures = 0
+            self._gate_until = 0.0
+            self.last_error = None
+            self._release(batch)
+            delivered = batch.items - min(outcome.rejected, batch.items)
+            self._metrics.forwarded(name, delivered)
+            if outcome.rejected:
+                self._drop(batch, "rejected_downstream", outcome.status, release=False,
+                           items=min(outcome.rejected, batch.items))  # fmt: skip
+            return
+        self.last_error = outcome.status
+        if not outcome.retryable:
+            self._drop(batch, "rejected_downstream", outcome.status)
+            return
+        if time.monotonic() - batch.received >= self._max_elapsed:
+            self._drop(batch, "expired", outcome.status)
+            return
+        self._failures += 1
+        backoff = min(self._max_backoff, self._initial * 2 ** (self._failures - 1))
+        backoff *= random.uniform(0.8, 1.2)
+        delay = outcome.retry_after_s if outcome.retry_after_s is not None else backoff
+        self._gate_until = max(self._gate_until, time.monotonic() + delay)
+        self._queue.appendleft(batch)
+        if self._failures == 1 or self._failures % 10 == 0:
+            logger.warning(
+                "downstream refused or unreachable (%s); retrying in %.1f s with %d requests "
+                "(%d bytes) buffered",
+                outcome.status,
+                delay,
+                self.buffered_requests,
+                self._bytes,
+            )
+
+    def _release(self, batch: Batch) -> None:
+        self._bytes -= batch.size
+
+    def _drop(
+        self,
+        batch: Batch,
+        reason: str,
+        status: str,
+        *,
+        release: bool = True,
+        items: int | None = None,
+    ) -> None:
+        """Give a batch up: counted by reason and logged (status only, never content)."""
+        if release:
+            self._release(batch)
+        count = batch.items if items is None else items
+        self._metrics.dropped(batch.signal.name, count, reason)
+        logger.error(
+            "dropped %d %s items (%s; downstream said %s)", count, batch.signal.name, reason, status
+        )
+
+    # --- shutdown --------------------------------------------------------------------------------
+
+    async def drain(self, deadline: float) -> int:
+        """Stop taking batches, send what is held until `deadline` (monotonic); items left."""
+        self._stopping = True
+        assert self._idle is not None
+        remaining = deadline - time.monotonic()
+        if remaining > 0 and (self._queue or self._in_flight):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), remaining)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        left = 0
+        while self._queue:
+            batch = self._queue.popleft()
+            self._drop(batch, "shutdown", self.last_error or "not sent before the deadline")
+            left += batch.items
+        await self._transport.close()
+        return left

@@ -1,0 +1,243 @@
+"""`Gateway`: wires receivers, forwarder and scorer on one asyncio loop, and shuts down cleanly.
+
+On SIGTERM or SIGINT it stops being ready, stops accepting (in-flight requests finish), forwards
+what it holds, scores the open traces and the queued turns, flushes the evaluation telemetry, all
+within `shutdown_timeout_s`, and logs what it left (counted as `shutdown` drops).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import signal
+import ssl
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from groundwire import semconv
+from groundwire.gateway._config import GatewayConfig, parse_hostport
+from groundwire.gateway._forwarder import Forwarder, GrpcTransport, HttpTransport, Transport
+from groundwire.gateway._http import build_app
+from groundwire.gateway._intake import Intake
+from groundwire.gateway._metrics import GatewayMetrics
+from groundwire.gateway._telemetry import Providers, build_providers, grpc_target
+from groundwire.gateway._worker import ScoringProcess, check_evaluators
+
+__all__ = ["Gateway", "ShutdownReport"]
+
+logger = logging.getLogger("groundwire.gateway")
+
+_READY_BUFFER_SHARE = 0.9
+"""Not ready once the forward buffer is this full: a load balancer should send elsewhere."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownReport:
+    """What a shutdown left behind."""
+
+    items_left: int
+    """Accepted items not forwarded before the deadline (counted as dropped, `shutdown`)."""
+    scoring_drained: bool
+    """True when every open trace and queued turn was scored in time."""
+
+    @property
+    def clean(self) -> bool:
+        """Nothing left behind."""
+        return self.items_left == 0 and self.scoring_drained
+
+
+def _transport(config: GatewayConfig) -> Transport:
+    """HTTP or gRPC forwarding, from the scheme of `forward`."""
+    common: dict[str, Any] = {
+        "headers": config.forward_headers,
+        "timeout_s": config.forward_timeout_s,
+        "compression": config.forward_compression,
+        "ca_file": config.forward_ca_file,
+    }
+    if config.forward_protocol == "grpc":
+        target, secure = grpc_target(config.forward)
+        return GrpcTransport(target, secure=secure, **common)
+    return HttpTransport(config.forward, **common)
+
+
+def _server_ssl(config: GatewayConfig) -> ssl.SSLContext | None:
+    """The receiver's TLS context (client certificates required when a client CA is set)."""
+    if not config.tls_cert_file or not config.tls_key_file:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(config.tls_cert_file, config.tls_key_file)
+    if config.tls_client_ca_file:
+        context.load_verify_locations(config.tls_client_ca_file)
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+class Gateway:
+    """One gateway process: `await run()` serves until `stop()` (or a signal), then drains."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        """Build the parts (nothing listens until `run`)."""
+        self.config = config
+        self.providers: Providers = build_providers(config)
+        self.metrics = GatewayMetrics(self.providers.meter_provider)
+        self.forwarder = Forwarder(
+            _transport(config),
+            self.metrics,
+            max_bytes=config.buffer_max_bytes,
+            senders=config.senders,
+            retry_initial_s=config.retry_initial_s,
+            retry_max_s=config.retry_max_s,
+            retry_max_elapsed_s=config.retry_max_elapsed_s,
+        )
+        self.scorer: ScoringProcess | None = None
+        if config.evaluation:
+            check_evaluators(config)
+            self.scorer = ScoringProcess(config, self.metrics)
+        self.intake = Intake(self.forwarder, self.scorer, self.metrics)
+        self.metrics.watch(
+            semconv.METRIC_GATEWAY_QUEUE_SIZE, lambda: self.forwarder.buffered_requests
+        )
+        self.metrics.watch(
+            semconv.METRIC_GATEWAY_QUEUE_BYTES, lambda: self.forwarder.buffered_bytes
+        )
+        self.metrics.watch(semconv.METRIC_GATEWAY_QUEUE_CAPACITY, lambda: config.buffer_max_bytes)
+        self.metrics.watch(
+            semconv.METRIC_GATEWAY_OPEN_TRACES,
+            lambda: self.scorer.open_traces if self.scorer is not None else 0,
+        )
+        self.http_port: int | None = None
+        self.grpc_port: int | None = None
+        self._stop: asyncio.Event | None = None
+        self._accepting = False
+        self._started = time.monotonic()
+
+    # --- state -----------------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        """Taking requests with room to spare in the forward buffer, and scoring (when on)."""
+        share = self.forwarder.buffered_bytes / self.config.buffer_max_bytes
+        scoring = self.scorer is None or self.scorer.started
+        return self._accepting and share < _READY_BUFFER_SHARE and scoring
+
+    def health(self) -> dict[str, Any]:
+        """Counters and state, for `/healthz` (no content, no secrets)."""
+        out: dict[str, Any] = {
+            "status": "ok",
+            "uptime_s": round(time.monotonic() - self._started, 3),
+            "accepting": self._accepting,
+            "buffered_requests": self.forwarder.buffered_requests,
+            "buffered_bytes": self.forwarder.buffered_bytes,
+            "downstream_error": self.forwarder.last_error,
+            "counts": self.metrics.snapshot(),
+        }
+        if self.scorer is not None:
+            child = self.scorer.last
+            out["scoring_process"] = "running" if self.scorer.alive else "stopped"
+            out["open_traces"] = child.get("open_traces", 0)
+            out["scoring_queue"] = self.scorer.queued_requests
+            out["turns"] = dict(child.get("turns", {}))
+        return out
+
+    def stop(self) -> None:
+        """Ask `run` to shut down (thread-safe from the loop's own thread only)."""
+        if self._stop is not None:
+            self._stop.set()
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    async def run(self) -> ShutdownReport:
+        """Listen, serve until stopped, then drain within the deadline."""
+        from aiohttp import web
+
+        config = self.config
+        self._stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, self._stop.set)
+        self.forwarder.start()
+        app = build_app(
+            self.intake,
+            max_request_bytes=config.max_request_bytes,
+            health=self.health,
+            ready=self.ready,
+            auth_token=config.auth_token,
+            auth_header=config.auth_header,
+        )
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
+        await runner.setup()
+        host, port = parse_hostport(config.listen)
+        site = web.TCPSite(runner, host, port, ssl_context=_server_ssl(config), backlog=1024)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.http_port = int(sockets[0].getsockname()[1]) if sockets else port
+        grpc_server = None
+        if config.grpc_listen is not None:
+            from groundwire.gateway._grpc import start_grpc_server
+
+            grpc_server, self.grpc_port = await start_grpc_server(
+                self.intake,
+                config.grpc_listen,
+                max_request_bytes=config.max_request_bytes,
+                auth_token=config.auth_token,
+                auth_header=config.auth_header,
+                tls_cert_file=config.tls_cert_file,
+                tls_key_file=config.tls_key_file,
+                tls_client_ca_file=config.tls_client_ca_file,
+            )
+        # Everything built so far lives as long as the process: keep it out of the collector's
+        # full passes, which otherwise stall the loop for a long time every few seconds.
+        gc.collect()
+        gc.freeze()
+        self._accepting = True
+        scheme = "https" if config.tls_cert_file else "http"
+        grpc_text = f"{host}:{self.grpc_port}" if self.grpc_port else "off"
+        logger.info(
+            "groundwire gateway ready: http=%s://%s:%d grpc=%s forward=%s evaluators=%s",
+            scheme,
+            host,
+            self.http_port,
+            grpc_text,
+            config.forward_protocol,
+            ",".join(config.evaluators) or "none",
+        )
+        await self._stop.wait()
+        return await self._shutdown(runner, grpc_server)
+
+    async def _shutdown(self, runner: Any, grpc_server: Any) -> ShutdownReport:
+        """Stop accepting, then forward and score what is held, all before the deadline."""
+        timeout = self.config.shutdown_timeout_s
+        deadline = time.monotonic() + timeout
+        logger.info("shutting down: no new requests; forwarding and scoring what is held")
+        self._accepting = False
+        closing = [runner.cleanup()]
+        if grpc_server is not None:
+            closing.append(grpc_server.stop(grace=min(2.0, timeout / 4)))
+        await asyncio.gather(*closing, return_exceptions=True)
+        scoring = None
+        if self.scorer is not None:
+            scorer = self.scorer
+            scoring = asyncio.create_task(
+                asyncio.to_thread(scorer.shutdown, max(0.0, deadline - time.monotonic() - 0.5))
+            )
+        left = await self.forwarder.drain(deadline)
+        drained = True
+        if scoring is not None:
+            drained = await scoring
+        await asyncio.to_thread(self.providers.shutdown, max(0.5, deadline - time.monotonic()))
+        report = ShutdownReport(left, drained)
+        counts = self.metrics.snapshot()
+        logger.info(
+            "stopped: forwarded %s; dropped %s; %s",
+            {k.split(":", 1)[1]: v for k, v in counts.items() if k.startswith("forwarded:")},
+            {k.split(":", 1)[1]: v for k, v in counts.items() if k.startswith("dropped:")} or 0,
+            "nothing left behind"
+            if report.clean
+            else f"{left} items left unforwarded"
+            + ("" if drained else "; scoring cut by the deadline"),
+        )
+        return report

@@ -1,0 +1,137 @@
+"""The gateway's own providers: evaluation results and its metrics, to the forward downstream.
+
+The tracer provider carries the evaluation carrier spans; the meter provider carries the
+evaluation metrics and the gateway's own, pushed by OTLP every `metrics_interval_s` and, with
+`prometheus-client` installed, also served on `/metrics`. Both export with the OTel SDK's OTLP
+exporters to the same endpoint, headers, compression and CA as the forwarded telemetry.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from groundwire import semconv
+from groundwire.emit import metric_views
+from groundwire.gateway._config import GatewayConfig
+
+__all__ = ["Providers", "build_providers", "grpc_target"]
+
+logger = logging.getLogger("groundwire.gateway")
+
+_SPAN_BATCH_DELAY_MS = 500
+"""Carrier spans wait at most this long for a batch (the SDK's 5 s default would add lag);
+`OTEL_BSP_SCHEDULE_DELAY` overrides it."""
+
+
+def grpc_target(forward: str) -> tuple[str, bool]:
+    """`host:port` and whether TLS is used, from a `grpc://` or `grpcs://` endpoint."""
+    parts = urlsplit(forward)
+    host = parts.hostname or "127.0.0.1"
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{parts.port or 4317}", parts.scheme == "grpcs"
+
+
+@dataclass
+class Providers:
+    """What `build_providers` made; `shutdown` flushes and closes both."""
+
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+    prometheus: bool
+    """True when a Prometheus reader feeds `/metrics`."""
+
+    def shutdown(self, timeout_s: float) -> None:
+        """Flush the last spans and metric points downstream, then close."""
+        self.tracer_provider.force_flush(int(timeout_s * 1000))
+        self.tracer_provider.shutdown()
+        self.meter_provider.shutdown(timeout_millis=max(1.0, timeout_s * 1000))
+
+
+def _exporters(config: GatewayConfig) -> tuple[Any, Any]:
+    """The OTLP span and metric exporters for the forward endpoint."""
+    headers = dict(config.forward_headers)
+    gzip = config.forward_compression == "gzip"
+    if config.forward_protocol == "grpc":
+        import grpc  # type: ignore[import-untyped]
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+            OTLPMetricExporter as GrpcMetricExporter,
+        )
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcSpanExporter,
+        )
+
+        target, secure = grpc_target(config.forward)
+        credentials = None
+        if secure:
+            root = None
+            if config.forward_ca_file:
+                with open(config.forward_ca_file, "rb") as file:
+                    root = file.read()
+            credentials = grpc.ssl_channel_credentials(root_certificates=root)
+        compression = grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression
+        common: dict[str, Any] = {
+            "endpoint": target,
+            "insecure": not secure,
+            "credentials": credentials,
+            "headers": headers,
+            "timeout": config.forward_timeout_s,
+            "compression": compression,
+        }
+        return GrpcSpanExporter(**common), GrpcMetricExporter(**common)
+    from opentelemetry.exporter.otlp.proto.http import Compression
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    base = config.forward.rstrip("/")
+    http_common: dict[str, Any] = {
+        "headers": headers,
+        "timeout": config.forward_timeout_s,
+        "compression": Compression.Gzip if gzip else Compression.NoCompression,
+        "certificate_file": config.forward_ca_file,
+    }
+    return (
+        OTLPSpanExporter(endpoint=base + "/v1/traces", **http_common),
+        OTLPMetricExporter(endpoint=base + "/v1/metrics", **http_common),
+    )
+
+
+def _prometheus_reader() -> MetricReader | None:
+    """A Prometheus reader (registered with prometheus-client's default registry), if installed."""
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+    except ImportError:
+        logger.info("prometheus extra not installed: /metrics is off (OTLP metrics still flow)")
+        return None
+    return PrometheusMetricReader()
+
+
+def build_providers(config: GatewayConfig, *, prometheus: bool = True) -> Providers:
+    """Tracer and meter providers exporting to the forward endpoint (+ Prometheus if asked and
+    installed)."""
+    resource = Resource.create({semconv.SERVICE_NAME: config.service_name})
+    span_exporter, metric_exporter = _exporters(config)
+    tracer_provider = TracerProvider(resource=resource)
+    delay = int(os.environ.get("OTEL_BSP_SCHEDULE_DELAY", "") or _SPAN_BATCH_DELAY_MS)
+    tracer_provider.add_span_processor(
+        BatchSpanProcessor(span_exporter, schedule_delay_millis=delay)
+    )
+    readers: list[MetricReader] = [
+        PeriodicExportingMetricReader(
+            metric_exporter, export_interval_millis=config.metrics_interval_s * 1000
+        )
+    ]
+    pull = _prometheus_reader() if prometheus else None
+    if pull is not None:
+        readers.append(pull)
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers, views=metric_views())
+    return Providers(tracer_provider, meter_provider, pull is not None)

@@ -1,0 +1,246 @@
+"""Scoring in its own process, so that evaluation CPU never competes with forwarding.
+
+The receiving process only puts the bytes of each traces request on a bounded inter-process queue
+(`ScoringProcess.feed`: never blocks; a full queue counts the spans as `not_scored`). The child
+(`scoring_main`, lowered priority) decodes them, groups spans by trace, submits the turns to the
+background runner and exports the carrier spans, result events and evaluation metrics to the
+downstream with its own providers. Every half second it sends its counts back, which `/healthz`
+and the gateway's gauges show. On shutdown it scores what it holds within the deadline and sends
+its final counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import queue
+import threading
+import time
+from typing import Any, Final
+
+from groundwire.gateway._config import GatewayConfig
+from groundwire.gateway._metrics import GatewayMetrics
+
+__all__ = ["ScoringProcess", "scoring_main"]
+
+logger = logging.getLogger("groundwire.gateway")
+
+_STATS_EVERY_S: Final = 0.5
+_NICE: Final = 10
+_STOP: Final = "stop"
+
+
+def _build_scorer(config: GatewayConfig, metrics: GatewayMetrics, providers: Any) -> Any:
+    """The runner, emitter and grouper behind scoring (in the child)."""
+    from groundwire._registry import resolve_evaluators
+    from groundwire.emit import Emitter
+    from groundwire.gateway._grouping import TraceGrouper
+    from groundwire.gateway._scoring import Scorer
+    from groundwire.runner import BackgroundRunner, RunnerConfig
+
+    names = list(config.evaluators)
+    spec: Any = {name: dict(config.evaluator_options.get(name, {})) for name in names}
+    runner_config = RunnerConfig(
+        evaluators=resolve_evaluators(spec),
+        sample_rate=config.sample_rate,
+        evaluator_sample_rates=config.evaluator_sample_rates,
+        judge_token_budget=config.judge_token_budget,
+        max_queue_size=config.eval_queue_size,
+        workers=config.workers,
+        evaluator_timeout_s=config.evaluator_timeout_s,
+    )
+    emitter = Emitter(
+        tracer_provider=providers.tracer_provider, meter_provider=providers.meter_provider
+    )
+    grouper = TraceGrouper(
+        quiet_period_s=config.quiet_period_s,
+        max_wait_s=config.max_wait_s,
+        max_traces=config.max_open_traces,
+        max_spans=config.max_open_spans,
+    )
+    return Scorer(BackgroundRunner(runner_config, emitter), grouper, metrics)
+
+
+def check_evaluators(config: GatewayConfig) -> None:
+    """Resolve the evaluators once in the parent, so a bad name fails at start with exit 2."""
+    from groundwire._registry import resolve_evaluators
+
+    names = list(config.evaluators)
+    unknown = sorted(set(config.evaluator_options) - set(names))
+    if unknown:
+        raise ValueError(f"evaluator_options: {unknown} are not among the evaluators {names}")
+    resolve_evaluators({name: dict(config.evaluator_options.get(name, {})) for name in names})
+
+
+def _stats(
+    scorer: Any, metrics: GatewayMetrics, final: bool = False, drained: bool = True
+) -> dict[str, Any]:
+    stats = scorer.stats()
+    return {
+        "final": final,
+        "drained": drained,
+        "open_traces": scorer.open_traces,
+        "pending_requests": scorer.pending_requests,
+        "counts": metrics.snapshot(),
+        "lags": metrics.take_lags(),
+        "turns": {
+            "submitted": stats.submitted,
+            "scored": stats.scored,
+            "errored": stats.errored,
+            "dropped": stats.dropped,
+            "sampled_out": stats.sampled_out,
+            "in_flight": stats.in_flight,
+        },
+    }
+
+
+def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int) -> None:
+    """The child process: decode, group, score, export, report counts; stop on `_STOP`."""
+    import signal
+
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    from groundwire.gateway._telemetry import build_providers
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    with contextlib.suppress(OSError):
+        os.nice(_NICE)
+    providers = build_providers(config, prometheus=False)
+    metrics = GatewayMetrics(None)  # tallies only: the parent records them (one /metrics)
+    scorer = _build_scorer(config, metrics, providers)
+    last = 0.0
+    deadline_s = config.shutdown_timeout_s
+    while True:
+        try:
+            item = inbox.get(timeout=_STATS_EVERY_S)
+        except queue.Empty:
+            item = None
+        if isinstance(item, tuple) and item[0] == _STOP:
+            deadline_s = float(item[1])
+            break
+        if item is not None:
+            body, received = item
+            message = trace_service_pb2.ExportTraceServiceRequest()
+            try:
+                message.ParseFromString(body)
+            except Exception:
+                logger.warning("a traces request could not be decoded for scoring")
+                continue
+            scorer.feed(message, sum(len(s.spans) for r in message.resource_spans
+                                     for s in r.scope_spans), received)  # fmt: skip
+        now = time.monotonic()
+        if now - last >= _STATS_EVERY_S:
+            last = now
+            outbox.put(_stats(scorer, metrics))
+    started = time.monotonic()
+    _turns, drained = scorer.shutdown(max(0.0, deadline_s - 0.5))
+    providers.shutdown(max(0.5, deadline_s - (time.monotonic() - started)))
+    outbox.put(_stats(scorer, metrics, final=True, drained=drained))
+
+
+class ScoringProcess:
+    """The parent's handle on the scoring child: feed it, read its counts, stop it."""
+
+    def __init__(self, config: GatewayConfig, metrics: GatewayMetrics) -> None:
+        """Start the child (spawned: a clean interpreter, no inherited threads or sockets)."""
+        context = multiprocessing.get_context("spawn")
+        self._metrics = metrics
+        self._inbox: Any = context.Queue(maxsize=config.scoring_queue_requests)
+        self._outbox: Any = context.Queue()
+        level = logging.getLogger("groundwire").getEffectiveLevel()
+        self._process = context.Process(
+            target=scoring_main,
+            args=(config, self._inbox, self._outbox, level),
+            name="groundwire-gateway-scoring",
+            daemon=True,
+        )
+        self._process.start()
+        self._closing = False
+        self._dead = False
+        self.last: dict[str, Any] = {"open_traces": 0, "counts": {}, "turns": {}}
+        self._final = threading.Event()
+        self._reader = threading.Thread(target=self._read, name="gateway-scoring-stats")
+        self._reader.daemon = True
+        self._reader.start()
+
+    def _read(self) -> None:
+        """Keep the child's latest counts."""
+        while True:
+            try:
+                stats = self._outbox.get(timeout=1.0)
+            except queue.Empty:
+                if not self._process.is_alive():
+                    self._dead = True
+                    if not self._closing:
+                        logger.error(
+                            "the scoring process exited (code %s); forwarding goes on, traces "
+                            "are no longer scored (counted as not_scored)",
+                            self._process.exitcode,
+                        )
+                    self._final.set()
+                    return
+                continue
+            except (EOFError, OSError):
+                self._final.set()
+                return
+            before = self.last.get("counts", {})
+            self._metrics.absorb(before, stats.get("counts", {}), stats.get("lags", []))
+            self.last = stats
+            if stats.get("final"):
+                self._final.set()
+                return
+
+    @property
+    def open_traces(self) -> int:
+        """Traces being grouped in the child (as of its last report)."""
+        return int(self.last.get("open_traces", 0))
+
+    @property
+    def started(self) -> bool:
+        """True once the child has reported (its evaluators are loaded and it is scoring)."""
+        return "submitted" in self.last.get("turns", {})
+
+    @property
+    def queued_requests(self) -> int:
+        """Traces requests waiting for the child (its inbox and its own queue)."""
+        try:
+            inbox = int(self._inbox.qsize())
+        except NotImplementedError:  # macOS has no sem_getvalue
+            inbox = 0
+        return inbox + int(self.last.get("pending_requests", 0))
+
+    @property
+    def alive(self) -> bool:
+        """True while the child runs."""
+        return self._process.is_alive()
+
+    def feed(self, body: bytes, spans: int) -> bool:
+        """Queue a protobuf traces request for scoring; never blocks (False: counted, dropped)."""
+        if self._closing or self._dead:
+            self._metrics.not_scored(spans, "shutdown" if self._closing else "scoring_stopped")
+            return False
+        try:
+            self._inbox.put_nowait((body, time.monotonic()))
+        except queue.Full:
+            self._metrics.not_scored(spans, "scoring_queue_full")
+            return False
+        return True
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Ask the child to score what it holds and exit within `timeout_s`; True when it did."""
+        deadline = time.monotonic() + timeout_s
+        self._closing = True
+        with contextlib.suppress(Exception):
+            self._inbox.put((_STOP, max(0.5, timeout_s - 0.5)), timeout=max(0.1, timeout_s / 4))
+        self._final.wait(max(0.0, deadline - time.monotonic()))
+        self._process.join(max(0.1, deadline - time.monotonic()))
+        if self._process.is_alive():
+            logger.warning("the scoring process did not finish before the deadline; stopping it")
+            self._process.kill()
+            self._process.join(1.0)
+            return False
+        return bool(self.last.get("final")) and bool(self.last.get("drained"))
