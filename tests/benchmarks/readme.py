@@ -162,6 +162,48 @@ def log_events() -> Row:
     )
 
 
+def dialects() -> Row:
+    """Reading and assembling other instrumentors' traces vs OpenInference's, same app."""
+    r = _load("dialects")
+    ratios = r["ratio_vs_openinference"]
+    cells = []
+    ok = True
+    for name, label in (("openllmetry", "OpenLLMetry"), ("mlflow", "MLflow")):
+        read, assemble = ratios[name]["read_and_assemble"], ratios[name]["assemble_only"]
+        ok = ok and read <= 1.5
+        cells.append(f"{label} **{read:.2f}x** read + assemble ({assemble:.2f}x assemble only)")
+    bytes_ = r["bytes_per_trace"]
+    return (
+        _link("dialects", "instrumentor dialects")
+        + f": time per trace vs OpenInference's traces of the same app, {r['traces_per_dialect']}"
+        " traces each",
+        "; ".join(cells)
+        + f"; OpenLLMetry files are {bytes_['openllmetry'] / bytes_['openinference']:.1f}x the "
+        "bytes (it writes inputs and outputs twice)",
+        f"≤ 1.5x: {_met(ok)}",
+    )
+
+
+def gateway() -> Row:
+    """`groundwire serve` vs a minimal OTLP proxy on the same stack."""
+    r = _load("gateway")
+    through, latency, overload = r["throughput"]["ratio"], r["latency"], r["overload"]
+    added = latency["evaluation_added_p99_ms"]
+    one = r["scoring"]["1x"]
+    ok = through["median"] >= 0.8 and added < 5 and overload["forwarded_span_loss"] == 0
+    return (
+        _link("gateway", "gateway")
+        + " (`groundwire serve`) vs a minimal aiohttp OTLP proxy, forwarding and scoring",
+        f"pass-through **{through['median']:.2f}x** the proxy's spans/s "
+        f"({through['min']:.2f}–{through['max']:.2f}x); forwarded-span loss under evaluator "
+        f"overload **{overload['forwarded_span_loss']}** ({overload['spans_at_sink']:,} of "
+        f"{overload['spans_accepted']:,}); p99 forwarding latency {added:+.1f} ms with evaluation "
+        f"saturated; {r['scoring']['turns_per_s_one_worker']:.0f} turns/s scored per worker; "
+        f"RSS {min(one['rss_mb']):.0f}–{max(one['rss_mb']):.0f} MB over {one['seconds']:.0f} s",
+        f"≥ 0.8x, p99 < 5 ms added, loss 0: {_met(ok)}",
+    )
+
+
 def judges() -> Row:
     """Judge throughput vs the ideal and vs the bare openai client, same turns."""
     r = _load("judges")
@@ -208,6 +250,8 @@ BUILDERS: tuple[Callable[[], Row], ...] = (
     instrumentation_overhead,
     online,
     log_events,
+    dialects,
+    gateway,
     judges,
     erag,
     mutation,
