@@ -34,17 +34,19 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results"
+from tests.benchmarks._timing import results_dir, scaled, smoke
+
+RESULTS = results_dir()
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = 3
-WARMUP_S = 1.0
-DURATION_S = 5.0
+RUNS = scaled(3, 1)
+WARMUP_S = 0.2 if smoke() else 1.0
+DURATION_S = 0.5 if smoke() else 5.0
 CONCURRENCY = 16
 SPANS_PER_REQUEST = 50
 PROBE_INTERVAL_S = 0.010
-LATENCY_S = 10.0
-RATE_S = 8.0
-MEMORY_S = 60.0
+LATENCY_S = 1.0 if smoke() else 10.0
+RATE_S = 1.0 if smoke() else 8.0
+MEMORY_S = 2.0 if smoke() else 60.0
 SATURATE_RATE = 1500.0
 """Traces per second posted for 2 s to fill the scoring queues before measuring the rate."""
 FEED_FACTOR = 4.0
@@ -610,7 +612,7 @@ def main() -> None:
     latency["evaluation_added_p99_ms"] = on["p99_ms"] - off["p99_ms"]
     latency["gateway_vs_proxy_p99_ms"] = on["p99_ms"] - latency["proxy"]["p99_ms"]
     out["latency"] = latency
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "gateway.json").write_text(json.dumps(out, indent=2) + "\n")
     (RESULTS / "gateway.md").write_text(_markdown(out))
     print(_markdown(out))
