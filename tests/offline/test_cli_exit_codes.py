@@ -206,3 +206,30 @@ def test_cut_gzip_is_partial_input_with_results(tmp_path: Path) -> None:
         assert "gzip stream ends early after line" in result.stderr
     records = out.read_text().splitlines()
     assert 10 < len(records) < 60
+
+
+@pytest.mark.slow
+def test_a_dead_judge_ends_in_seconds_and_is_explained_once(
+    tmp_path: Path, clean_env: None
+) -> None:
+    """Judge on a closed port, 40 turns: the breaker stops the calls, the run ends in seconds
+    with exit 6, and the summary says judge_unreachable once with the count."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    traces = write_groundwire_jsonl(record_turns(40), tmp_path / "t.jsonl", batch=5)
+    env = {
+        "GROUNDWIRE_JUDGE_BASE_URL": f"http://127.0.0.1:{closed}/v1",
+        "GROUNDWIRE_JUDGE_MODEL": "judge",
+        "GROUNDWIRE_JUDGE_API_KEY": "test",
+    }
+    started = time.monotonic()
+    code, stderr = _run(traces, "-e", "groundedness", "-o", tmp_path / "o.jsonl", env=env)
+    elapsed = time.monotonic() - started
+    assert code == ExitCode.ALL_EVALUATIONS_FAILED, stderr
+    assert elapsed < 60, f"a dead judge held the run for {elapsed:.0f} s"
+    lines = [line for line in stderr.splitlines() if "judge_unreachable" in line]
+    assert len(lines) == 1, stderr
+    assert "evaluations skipped (judge_unreachable)" in lines[0]

@@ -75,6 +75,8 @@ class EvaluatorTally:
     failed: int = 0
     skipped: int = 0
     """Not run: no judge configured, or the judge unreachable (label `skipped`, value None)."""
+    skip_reasons: dict[str, int] = field(default_factory=dict)
+    """`skipped` by reason (`details["skip_reason"]`, e.g. `judge_unreachable`)."""
     total: float = 0.0
 
     @property
@@ -182,6 +184,13 @@ class RescoreSummary:
             )
         if self.expected_matched:
             out.append(f"gold answers attached to {self.expected_matched} turns")
+        unreachable = sum(t.skip_reasons.get("judge_unreachable", 0) for t in self.tallies.values())
+        if unreachable:
+            out.append(
+                f"{unreachable} evaluations skipped (judge_unreachable): the judge could not be "
+                "reached (refused, DNS, TLS or timeout), so the client stopped calling it for a "
+                "cool-down instead of retrying every turn"
+            )
         if self.export is not None:
             out.extend(self.export.lines())
             if self.exported_log_records:
@@ -519,6 +528,8 @@ def _sink(
             tally = summary.tallies.setdefault(name, EvaluatorTally())
             if score.value is None and score.label == semconv.LABEL_SKIPPED:
                 tally.skipped += 1
+                reason = str((score.details or {}).get("skip_reason") or "unspecified")
+                tally.skip_reasons[reason] = tally.skip_reasons.get(reason, 0) + 1
             elif score.value is None:
                 tally.not_applicable += 1
             elif math.isnan(score.value):
