@@ -150,6 +150,23 @@ def rescore_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")
     ] = False,
+    annotate_phoenix: Annotated[
+        bool,
+        typer.Option(help="phoenix:// input: write each score back as a Phoenix span annotation."),
+    ] = False,
+    phoenix_start: Annotated[
+        str | None, typer.Option(help="phoenix:// input: spans starting at or after (ISO 8601).")
+    ] = None,
+    phoenix_end: Annotated[
+        str | None, typer.Option(help="phoenix:// input: spans starting before (ISO 8601).")
+    ] = None,
+    phoenix_where: Annotated[
+        list[str] | None,
+        typer.Option(help="phoenix:// input: only traces whose root span has KEY:VALUE."),
+    ] = None,
+    phoenix_trace_id: Annotated[
+        list[str] | None, typer.Option(help="phoenix:// input: only these trace ids.")
+    ] = None,
 ) -> None:
     """Re-score RAG turns recorded in trace files and write the results to OUT."""
     from groundwire.offline._pipeline import WindowOptions
@@ -200,9 +217,32 @@ def rescore_command(
             f"[yellow]groundwire:[/] {escape(text)}", highlight=False, soft_wrap=True
         )
 
+    # A phoenix:// input (groundwire.phoenix): the same run over Phoenix's REST API.
+    run: Any = rescore
+    phoenix: Any = None
+    phoenix_options = (
+        annotate_phoenix,
+        phoenix_start,
+        phoenix_end,
+        phoenix_where,
+        phoenix_trace_id,
+    )
+    if any(phoenix_options) or any(":/" in os.fspath(path) for path in paths):
+        from groundwire.phoenix._cli import PhoenixCommand, looks_like_phoenix
+
+        if any(phoenix_options) or looks_like_phoenix(paths):
+            try:
+                phoenix = PhoenixCommand.from_options(
+                    paths, engine=engine, fmt=fmt, annotate=annotate_phoenix,
+                    start=phoenix_start, end=phoenix_end, where=phoenix_where or [],
+                    trace_ids=phoenix_trace_id or [],
+                )  # fmt: skip
+            except ValueError as error:
+                raise typer.BadParameter(str(error)) from None
+            run = phoenix.rescore
     try:
         with progress:
-            summary = rescore(
+            summary = run(
                 [os.fspath(path) for path in paths],
                 spec,
                 out,
@@ -229,6 +269,15 @@ def rescore_command(
     except (ValueError, FileNotFoundError, ImportError) as error:
         err_console.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
+    except Exception as error:
+        if phoenix is None or not phoenix.owns(error):
+            raise
+        text = escape(phoenix.message(error, out))
+        err_console.print(f"[red]error:[/] {text}", highlight=False, soft_wrap=True)
+        raise typer.Exit(phoenix.exit_code(error)) from None
+    if phoenix is not None and not quiet:
+        for line in phoenix.lines():
+            err_console.print(escape(line), highlight=False, soft_wrap=True)
     if not quiet:
         for line in summary.lines():
             err_console.print(escape(line), highlight=False, soft_wrap=True)

@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
-import httpx
+try:
+    import httpx
+except ImportError as _error:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "groundwire.phoenix needs httpx: pip install 'groundwire[phoenix]'"
+    ) from _error
 
 __all__ = [
     "ENV_API_KEY",
@@ -36,6 +41,9 @@ _MAX_BACKOFF_S: Final = 30.0
 
 class PhoenixError(RuntimeError):
     """A Phoenix request failed for good (after retries); the message names the URL and reason."""
+
+    pages_read: int = 0
+    """Span pages read before the failure (set by `rescore_phoenix`): 0 means nothing was read."""
 
 
 class PhoenixUnavailableError(PhoenixError):

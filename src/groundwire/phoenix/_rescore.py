@@ -16,7 +16,7 @@ pipeline as trace files (`groundwire.offline.rescore`): reassembly, scoring, out
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from groundwire.offline.readers import Problems
 from groundwire.offline.readers._common import SpanBatch
 from groundwire.offline.rescore import RescoreSummary, rescore
 from groundwire.phoenix._annotations import DEFAULT_IDENTIFIER, AnnotationStats, AnnotationWriter
-from groundwire.phoenix._client import PhoenixClient
+from groundwire.phoenix._client import PhoenixClient, PhoenixError
 from groundwire.phoenix._source import PhoenixQuery, phoenix_batches
 from groundwire.phoenix._url import PhoenixTarget, parse_phoenix_url
 
@@ -80,11 +80,15 @@ def rescore_phoenix(
         else None
     )
 
-    def source(problems: Problems) -> Iterable[SpanBatch]:
-        """The project's pages as span batches."""
-        return phoenix_batches(phoenix, target, problems, query)
+    pages = 0
 
-    summary: RescoreSummary | None = None
+    def source(problems: Problems) -> Iterator[SpanBatch]:
+        """The project's pages as span batches, counted."""
+        nonlocal pages
+        for batch in phoenix_batches(phoenix, target, problems, query):
+            pages += 1
+            yield batch
+
     try:
         summary = rescore(
             [],
@@ -95,6 +99,9 @@ def rescore_phoenix(
             on_problem=on_problem,
             **options,
         )
+    except PhoenixError as error:
+        error.pages_read = pages
+        raise
     finally:
         try:
             if writer is not None:
