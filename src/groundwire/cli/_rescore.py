@@ -167,6 +167,9 @@ def rescore_command(
     phoenix_trace_id: Annotated[
         list[str] | None, typer.Option(help="phoenix:// input: only these trace ids.")
     ] = None,
+    phoenix_page_size: Annotated[
+        int, typer.Option(min=1, max=1000, help="phoenix:// input: spans per request.")
+    ] = 1000,
 ) -> None:
     """Re-score RAG turns recorded in trace files and write the results to OUT."""
     from groundwire.offline._pipeline import WindowOptions
@@ -235,7 +238,7 @@ def rescore_command(
                 phoenix = PhoenixCommand.from_options(
                     paths, engine=engine, fmt=fmt, annotate=annotate_phoenix,
                     start=phoenix_start, end=phoenix_end, where=phoenix_where or [],
-                    trace_ids=phoenix_trace_id or [],
+                    trace_ids=phoenix_trace_id or [], page_size=phoenix_page_size,
                 )  # fmt: skip
             except ValueError as error:
                 raise typer.BadParameter(str(error)) from None

@@ -59,6 +59,7 @@ class PhoenixCommand:
         end: str | None,
         where: Sequence[str],
         trace_ids: Sequence[str],
+        page_size: int = 1000,
     ) -> PhoenixCommand:
         """Check the options; ValueError naming the wrong one."""
         if not looks_like_phoenix(paths):
@@ -72,7 +73,11 @@ class PhoenixCommand:
             if not sep or not key or not value:
                 raise ValueError(f"--phoenix-where expects KEY:VALUE, got {item!r}")
         query = PhoenixQuery(
-            start_time=start, end_time=end, root_attributes=tuple(where), trace_ids=tuple(trace_ids)
+            start_time=start,
+            end_time=end,
+            root_attributes=tuple(where),
+            trace_ids=tuple(trace_ids),
+            page_size=page_size,
         )
         return cls(phoenix_target(paths), query, annotate)
 
