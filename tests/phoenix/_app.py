@@ -61,7 +61,7 @@ def wait_for_spans(base_url: str, project: str, count: int, timeout_s: float = 3
         time.sleep(0.2)
 
 
-def annotations(base_url: str, project: str, span_ids: list[str]) -> list[dict[str, Any]]:
+def read_annotations(base_url: str, project: str, span_ids: list[str]) -> list[dict[str, Any]]:
     """Every span annotation Phoenix holds on `span_ids` (read back over its REST API)."""
     found: list[dict[str, Any]] = []
     cursor = None

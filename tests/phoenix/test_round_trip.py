@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from groundwire.cli import app
 from groundwire.phoenix import PhoenixQuery, rescore_phoenix
 from groundwire.testing import OpenAIServer
-from tests.phoenix._app import annotations, stored_spans
+from tests.phoenix._app import read_annotations, stored_spans
 from tests.phoenix._proxy import PhoenixProxy
 from tests.phoenix.conftest import new_project
 
@@ -60,7 +60,7 @@ def test_rescore_annotates_each_turn_once_per_evaluator(
     assert quoted["What is the capital of Spain?"] == 1.0
     assert quoted["What is the longest river in France?"] < 0.5
 
-    first = annotations(phoenix, project, list(roots))
+    first = read_annotations(phoenix, project, list(roots))
     assert Counter((a["span_id"], a["name"]) for a in first) == {
         (span_id, name): 1 for span_id in roots for name in ("quoted_spans", "groundedness")
     }
@@ -77,7 +77,7 @@ def test_rescore_annotates_each_turn_once_per_evaluator(
 
     again = CliRunner().invoke(app, [*args, "--annotate-phoenix", "-q"])
     assert again.exit_code == 0, again.output
-    second = annotations(phoenix, project, list(roots))
+    second = read_annotations(phoenix, project, list(roots))
     assert sorted(a["id"] for a in second) == sorted(a["id"] for a in first)
     assert len(second) == 6
 
@@ -123,4 +123,4 @@ def test_failed_annotation_posts_are_counted_and_the_run_completes(
     assert "3 annotations not written" in text and "HTTP 503" in text
     assert proxy.refused_posts == 4  # the first try and three retries
     assert len(_rows(out)) == 3
-    assert annotations(phoenix, project, list(_roots(phoenix, project))) == []
+    assert read_annotations(phoenix, project, list(_roots(phoenix, project))) == []
