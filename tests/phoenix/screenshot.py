@@ -54,9 +54,13 @@ def main(target: Path) -> None:
                 GROUNDWIRE_JUDGE_API_KEY="test-key",
             )
             url = f"phoenix://{base.removeprefix('http://')}/{project}"
+            out = str(Path(folder) / "scores.jsonl")
             result = CliRunner().invoke(
                 app,
-                ["rescore", url, "-e", "quoted_spans,groundedness", "-q", "--annotate-phoenix", "-o", str(Path(folder) / "scores.jsonl")],
+                [
+                    *("rescore", url, "-e", "quoted_spans,groundedness", "-o", out),
+                    *("-q", "--annotate-phoenix"),
+                ],
             )
             if result.exit_code != 0:
                 raise SystemExit(result.output)
