@@ -206,7 +206,7 @@ def rescore_command(
     def on_progress(summary: RescoreSummary) -> None:
         """Move the bar to the bytes read; show turns scored and their rate."""
         rate = summary.turns_scored / summary.elapsed_s if summary.elapsed_s else 0.0
-        total = summary.total_bytes if engine == "local" else None
+        total = (summary.total_bytes or None) if engine == "local" else None
         progress.update(
             task,
             total=total,

@@ -33,7 +33,8 @@ def parse_phoenix_url(text: str) -> PhoenixTarget:
     """`phoenix://HOST[:PORT][/PREFIX]/PROJECT` as a target; ValueError saying what is wrong.
 
     The last path segment is the project (URL-encoded if it holds special characters); anything
-    before it is a path prefix of the server (Phoenix behind a proxy). The port defaults to 6006.
+    before it is a path prefix of the server (Phoenix behind a proxy). The port defaults to 6006
+    for `phoenix://` (Phoenix's own default) and to 443 for `phoenixs://`.
     """
     parts = urlsplit(text)
     scheme = SCHEMES.get(parts.scheme.lower())
@@ -54,4 +55,5 @@ def parse_phoenix_url(text: str) -> PhoenixTarget:
     if any(char in project for char in "/?#"):
         raise ValueError(f"{text!r}: a Phoenix project name cannot hold '/', '?' or '#'")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    return PhoenixTarget(f"{scheme}://{host}:{port or 6006}{prefix}", project)
+    port = port or (6006 if scheme == "http" else 443)
+    return PhoenixTarget(f"{scheme}://{host}:{port}{prefix}", project)
