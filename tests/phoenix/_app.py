@@ -10,7 +10,7 @@ from openinference.instrumentation.langchain import LangChainInstrumentor
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 from tests.test_assembly_langchain import rag_chain
 
@@ -22,10 +22,17 @@ QUESTIONS: dict[str, str] = {
 """Question -> the app's (scripted) answer: two faithful quotes and one invented."""
 
 
-def run_app(base_url: str, project: str, questions: dict[str, str] = QUESTIONS) -> None:
-    """Ask each question through the traced chain; spans go to Phoenix's `project`."""
+def run_app(
+    base_url: str,
+    project: str,
+    questions: dict[str, str] = QUESTIONS,
+    also: SpanExporter | None = None,
+) -> None:
+    """Ask each question through the traced chain; spans go to Phoenix's `project` (and `also`)."""
     provider = TracerProvider(resource=Resource.create({"openinference.project.name": project}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{base_url}/v1/traces")))
+    if also is not None:
+        provider.add_span_processor(SimpleSpanProcessor(also))
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:

@@ -54,13 +54,12 @@ class _Handler(BaseHTTPRequestHandler):
         listing = _LISTING in self.path and response.status_code == 200
         if listing:
             content = owner.rewrite_page(content)
+            owner.page_served()  # before answering: the next request must find the proxy dead
         self.send_response(response.status_code)
         self.send_header("content-type", response.headers.get("content-type", "application/json"))
         self.send_header("content-length", str(len(content)))
         self.end_headers()
         self.wfile.write(content)
-        if listing:
-            owner.page_served()
 
 
 class _Server(ThreadingHTTPServer):

@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from groundwire.testing import OpenAIServer
 from groundwire.testing._openai_server import structured
@@ -20,10 +21,12 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base_url
 
 
-def new_project(base_url: str, questions: dict[str, str] = QUESTIONS) -> tuple[str, int]:
+def new_project(
+    base_url: str, questions: dict[str, str] = QUESTIONS, also: SpanExporter | None = None
+) -> tuple[str, int]:
     """A fresh Phoenix project holding one traced turn per question; (name, span count)."""
     project = f"rag-{uuid.uuid4().hex[:8]}"
-    run_app(base_url, project, questions)
+    run_app(base_url, project, questions, also)
     spans_per_turn = 9  # what OpenInference records for this chain (checked below)
     wait_for_spans(base_url, project, spans_per_turn * len(questions))
     count = len(stored_spans(base_url, project))

@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from typer.testing import CliRunner
 
+from groundwire import RagTurn
+from groundwire.assembly import turns_from_spans
 from groundwire.cli import app
 from groundwire.phoenix import PhoenixQuery, rescore_phoenix
 from groundwire.testing import OpenAIServer
@@ -100,6 +103,25 @@ def test_python_function_filters_and_resume(phoenix: str, tmp_path: Path) -> Non
     future = PhoenixQuery(start_time="2100-01-01T00:00:00Z", page_size=5)
     none = rescore_phoenix(_url(phoenix, project), ["quoted_spans"], query=future)
     assert none.summary.turns_read == 0 and none.summary.read.spans == 0
+
+
+def test_phoenix_gives_the_turns_the_app_recorded(phoenix: str) -> None:
+    """Spans read back from Phoenix assemble into exactly the turns of the spans the app made:
+    ids, query, contexts in order, answer."""
+    memory = InMemorySpanExporter()
+    project, _ = new_project(phoenix, also=memory)
+    recorded = turns_from_spans(memory.get_finished_spans())
+    run = rescore_phoenix(_url(phoenix, project), ["quoted_spans"])
+    read = [result.turn for result in run.summary.results or []]
+
+    def essence(turns: list[RagTurn]) -> list[tuple[Any, ...]]:
+        """What a turn is made of."""
+        return sorted(
+            (t.trace_id, t.span_id, t.query, tuple(t.context_texts), t.answer) for t in turns
+        )
+
+    assert len(recorded) == 3
+    assert essence(read) == essence(recorded)
 
 
 def test_failed_annotation_posts_are_counted_and_the_run_completes(
