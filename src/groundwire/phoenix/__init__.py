@@ -29,6 +29,7 @@ from groundwire.phoenix._client import (
     PhoenixUnavailableError,
     SpanPage,
 )
+from groundwire.phoenix._online import PhoenixAnnotationProcessor
 from groundwire.phoenix._rescore import PhoenixRun, rescore_phoenix
 from groundwire.phoenix._source import PhoenixQuery, phoenix_batches
 from groundwire.phoenix._spans import span_from_phoenix
@@ -40,6 +41,7 @@ __all__ = [
     "JUDGE_EVALUATORS",
     "AnnotationStats",
     "AnnotationWriter",
+    "PhoenixAnnotationProcessor",
     "PhoenixClient",
     "PhoenixError",
     "PhoenixNotFoundError",
