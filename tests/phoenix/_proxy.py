@@ -3,7 +3,8 @@
 It forwards every request to the real server; `corrupt_span` spoils one span of the first page of
 the span listing (what a damaged row or a server bug would hand a client), and `die_after_pages`
 drops every connection after that many listing pages, then closes the listening socket (Phoenix
-going away mid-run); `fail_annotations` answers annotation posts with 503.
+going away mid-run); `fail_annotations` answers annotation posts with 503; `throttle` answers the
+first listing requests 429 (rate limited).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -38,6 +40,15 @@ class _Handler(BaseHTTPRequestHandler):
         if owner.dead:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)  # gone: no answer at all
+            return
+        owner.authorization.append(self.headers.get("authorization"))
+        owner.arrivals.append(time.monotonic())
+        if owner.throttle and _LISTING in self.path:
+            owner.throttle -= 1
+            self.send_response(429)
+            self.send_header("retry-after", "0.2")
+            self.send_header("content-length", "0")
+            self.end_headers()
             return
         if owner.fail_annotations and self.command == "POST" and "span_annotations" in self.path:
             owner.refused_posts += 1
@@ -77,8 +88,15 @@ class PhoenixProxy:
         corrupt_span: int | None = None,
         die_after_pages: int | None = None,
         fail_annotations: bool = False,
+        throttle: int = 0,
     ) -> None:
         self.upstream = upstream
+        self.throttle = throttle
+        """How many listing requests to answer 429 (Retry-After: 0.2) before forwarding."""
+        self.arrivals: list[float] = []
+        """When each request arrived (monotonic clock)."""
+        self.authorization: list[str | None] = []
+        """The Authorization header of every request."""
         self.fail_annotations = fail_annotations
         self.refused_posts = 0
         self.dead = False
