@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -133,3 +135,41 @@ def test_rate_limits_retries_and_api_key(
     gaps = [b - a for a, b in itertools.pairwise(proxy.arrivals)]
     assert len(gaps) == pages + 1 and min(gaps) >= 0.29
     assert proxy.authorization == ["Bearer k-123"] * (pages + 2)
+
+
+class _NotPhoenix(BaseHTTPRequestHandler):
+    """Answers every request 200 with an HTML page (some other web server on that port)."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+    def do_GET(self) -> None:
+        body = b"<html><body>hello</body></html>"
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_server_that_is_not_phoenix(tmp_path: Path) -> None:
+    """A 200 answer that is not JSON is a clear error asking whether this is Phoenix (exit 4)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotPhoenix)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        result = CliRunner().invoke(
+            app,
+            [
+                *("rescore", f"phoenix://127.0.0.1:{port}/p", "-e", "quoted_spans"),
+                *("-o", str(tmp_path / "o.jsonl")),
+            ],
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    assert result.exit_code == ExitCode.NOTHING_READABLE
+    text = _message(result)
+    assert "the body is not JSON" in text and "is this a Phoenix server?" in text

@@ -151,7 +151,7 @@ class PhoenixClient:
                     ) from None
             else:
                 if response.status_code < 400:
-                    return response.json() if response.content else None
+                    return _json(method, url, response)
                 if response.status_code not in _RETRY_STATUS or attempt >= self.retries:
                     raise _error_for(method, url, response)
                 delay = _retry_after(response)
@@ -218,6 +218,19 @@ class PhoenixClient:
         )
         data = body.get("data") if isinstance(body, Mapping) else None
         return len(data) if isinstance(data, list) else len(annotations)
+
+
+def _json(method: str, url: str, response: httpx.Response) -> Any:
+    """The decoded JSON body (None when empty); PhoenixError when it is not JSON."""
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError as error:
+        raise PhoenixError(
+            f"{method} {url}: HTTP {response.status_code} but the body is not JSON ({error}); "
+            "is this a Phoenix server?"
+        ) from None
 
 
 def _retry_after(response: httpx.Response) -> float | None:
