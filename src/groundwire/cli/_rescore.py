@@ -256,6 +256,26 @@ def rescore_command(
             "--allow-empty", help="Exit 0, not 5 (NO_TURNS), when the input holds no RAG turn."
         ),
     ] = False,
+    annotate_phoenix: Annotated[
+        bool,
+        typer.Option(help="phoenix:// input: write each score back as a Phoenix span annotation."),
+    ] = False,
+    phoenix_start: Annotated[
+        str | None, typer.Option(help="phoenix:// input: spans starting at or after (ISO 8601).")
+    ] = None,
+    phoenix_end: Annotated[
+        str | None, typer.Option(help="phoenix:// input: spans starting before (ISO 8601).")
+    ] = None,
+    phoenix_where: Annotated[
+        list[str] | None,
+        typer.Option(help="phoenix:// input: only traces whose root span has KEY:VALUE."),
+    ] = None,
+    phoenix_trace_id: Annotated[
+        list[str] | None, typer.Option(help="phoenix:// input: only these trace ids.")
+    ] = None,
+    phoenix_page_size: Annotated[
+        int, typer.Option(min=1, max=1000, help="phoenix:// input: spans per request.")
+    ] = 1000,
 ) -> None:
     """Re-score RAG turns recorded in trace files and write the results to OUT.
 
@@ -295,7 +315,7 @@ def rescore_command(
     def on_progress(summary: RescoreSummary) -> None:
         """Move the bar to the bytes read; show turns scored and their rate."""
         rate = summary.turns_scored / summary.elapsed_s if summary.elapsed_s else 0.0
-        total = summary.total_bytes if engine == "local" else None
+        total = (summary.total_bytes or None) if engine == "local" else None
         progress.update(
             task,
             total=total,
@@ -309,9 +329,32 @@ def rescore_command(
             f"[yellow]groundwire:[/] {escape(text)}", highlight=False, soft_wrap=True
         )
 
+    # A phoenix:// input (groundwire.phoenix): the same run over Phoenix's REST API.
+    run: Any = rescore
+    phoenix: Any = None
+    phoenix_options = (
+        annotate_phoenix,
+        phoenix_start,
+        phoenix_end,
+        phoenix_where,
+        phoenix_trace_id,
+    )
+    if any(phoenix_options) or any(":/" in os.fspath(path) for path in paths):
+        from groundwire.phoenix._cli import PhoenixCommand, looks_like_phoenix
+
+        if any(phoenix_options) or looks_like_phoenix(paths):
+            try:
+                phoenix = PhoenixCommand.from_options(
+                    paths, engine=engine, fmt=fmt, annotate=annotate_phoenix,
+                    start=phoenix_start, end=phoenix_end, where=phoenix_where or [],
+                    trace_ids=phoenix_trace_id or [], page_size=phoenix_page_size,
+                )  # fmt: skip
+            except ValueError as error:
+                raise typer.BadParameter(str(error)) from None
+            run = phoenix.rescore
     try:
         with progress:
-            summary = rescore(
+            summary = run(
                 [os.fspath(path) for path in paths],
                 spec,
                 out,
@@ -332,11 +375,18 @@ def rescore_command(
                 progress.update(task, completed=summary.total_bytes)
     except BadRecordError as error:
         raise CliError(f"{error} (--strict)", ExitCode.PARTIAL_INPUT) from None
-    except (ValueError, ImportError, FileNotFoundError) as error:
-        bad_argument(str(error))
-    except OSError as error:  # mid-run, e.g. a full disk: not a bug, but the run could not finish
-        raise CliError(f"{error}", ExitCode.INTERNAL_ERROR) from None
+    except Exception as error:
+        if phoenix is not None and phoenix.owns(error):
+            raise CliError(phoenix.message(error, out), phoenix.exit_code(error)) from None
+        if isinstance(error, ValueError | ImportError | FileNotFoundError):
+            bad_argument(str(error))
+        if isinstance(error, OSError):  # mid-run, e.g. a full disk: the run could not finish
+            raise CliError(f"{error}", ExitCode.INTERNAL_ERROR) from None
+        raise
     code = exit_code(summary, allow_empty=allow_empty)
+    if phoenix is not None and not quiet:
+        for line in phoenix.lines():
+            err_console.print(escape(line), highlight=False, soft_wrap=True)
     if not quiet:
         for line in summary.lines():
             err_console.print(escape(line), highlight=False, soft_wrap=True)

@@ -28,6 +28,7 @@ from groundwire.assembly._log_record import LogRecordData
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, TraceFormat, read_spans
+from groundwire.offline.readers._common import SpanBatch
 
 __all__ = ["DEFAULT_WINDOW", "TurnCounts", "WindowOptions", "iter_turns"]
 
@@ -115,8 +116,9 @@ def iter_turns(
     window: WindowOptions = DEFAULT_WINDOW,
     expected: ExpectedAnswers | None = None,
     skip: Collection[tuple[str, str]] = (),
+    batches: Iterable[SpanBatch] | None = None,
 ) -> Iterator[RagTurn]:
-    """Every turn in the files, in the order their traces complete."""
+    """Every turn in the files (or in `batches`, read instead), in the order traces complete."""
     traces = TraceWindow(
         grace=window.grace, max_spans=window.max_spans, max_traces=window.max_traces
     )
@@ -144,7 +146,8 @@ def iter_turns(
             yield expected.attach(turn) if expected is not None else turn
 
     try:
-        for batch in read_spans(paths, problems, fmt=fmt):
+        source = read_spans(paths, problems, fmt=fmt) if batches is None else batches
+        for batch in source:
             if batch.logs:
                 counts.evaluation_logs += sum(map(_is_result_event, batch.logs))
             for log in batch.logs:

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_all_start_methods, get_context
@@ -49,6 +49,7 @@ from groundwire.offline._scoring import (
 )
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, ReadStats, TraceFormat
+from groundwire.offline.readers._common import SpanBatch
 from groundwire.offline.writers import (
     OutputLock,
     OutputPathError,
@@ -59,11 +60,24 @@ from groundwire.offline.writers import (
     output_suffix,
 )
 
-__all__ = ["EvaluatorTally", "ProgressHook", "RescoreSummary", "StopFlag", "rescore"]
+__all__ = [
+    "EvaluatorTally",
+    "ProgressHook",
+    "RescoreSummary",
+    "ResultsHook",
+    "SpanSource",
+    "StopFlag",
+    "rescore",
+]
 
 Engine = Literal["local", "ray"]
 ProgressHook = Callable[["RescoreSummary"], None]
 """Called with the running summary after each chunk of turns is written."""
+SpanSource = Callable[[Problems], Iterable[SpanBatch]]
+"""Span batches read from somewhere other than files (e.g. `groundwire.phoenix`); it reports
+unreadable spans to the `Problems` it is given, like a file reader."""
+ResultsHook = Callable[[list[TurnResult]], None]
+"""Called with each chunk of results after it is written (e.g. to annotate the spans)."""
 
 
 @dataclass(slots=True)
@@ -360,17 +374,22 @@ def rescore(
     on_problem: Callable[[str], None] | None = None,
     stop: StopFlag | None = None,
     ray_address: str | None = None,
+    source: SpanSource | None = None,
+    on_results: ResultsHook | None = None,
 ) -> RescoreSummary:
     """Re-score the RAG turns recorded in `paths` and write them to `out` (by its extension).
 
     `evaluators` are names, instances, or name -> options. `expected` joins gold answers (eRAG).
     Bad records are reported (to `on_problem`, else stderr) and skipped, or raise
     `BadRecordError` when `strict`. `export_otlp` is True (standard OTLP variables) or an
-    endpoint. A first Ctrl-C stops after the chunks in flight, leaving `out` valid.
+    endpoint. A first Ctrl-C stops after the chunks in flight, leaving `out` valid. `source`
+    gives the span batches instead of `paths` (local engine); `on_results` sees every chunk.
     """
     started = time.perf_counter()
     path_list = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    if not path_list:
+    if source is not None and (path_list or engine != "local"):
+        raise ValueError("a span source is read instead of files, on the local engine only")
+    if not path_list and source is None:
         raise ValueError("rescore needs at least one trace file")
     missing = [os.fspath(p) for p in path_list if not Path(p).is_file()]
     if missing:
@@ -470,12 +489,15 @@ def rescore(
                     window=window,
                     expected=gold,
                     skip=skip,
+                    batches=None if source is None else source(problems),
                 )
                 batches = _score_local(
                     _chunks(turns, chunk_size, stop), spec, workers, concurrency, stop
                 )
             for results in batches:
                 _sink(results, summary, writer, export)
+                if on_results is not None:
+                    on_results(results)
                 if progress is not None:
                     summary.elapsed_s = time.perf_counter() - started
                     progress(summary)
