@@ -21,6 +21,7 @@ import sys
 import tomllib
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "benchmarks" / "results"
@@ -75,16 +76,40 @@ def main() -> None:
         tally[module][status] += 1
         if status not in ("killed", "not checked"):
             survivors[module].append(f"{name} ({status})")
-    _write(tally, survivors, equivalent)
+    _write(tally, survivors, equivalent, _earlier())
+
+
+def _earlier() -> dict[str, dict[str, object]]:
+    """Scores of an earlier run, kept for the modules this run (`--only`) did not test."""
+    try:
+        loaded: dict[str, dict[str, object]] = json.loads((RESULTS / "mutation.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {module: data for module, data in loaded.items() if data.get("score") is not None}
 
 
 def _write(
-    tally: dict[str, Counter[str]], survivors: dict[str, list[str]], equivalent: dict[str, str]
+    tally: dict[str, Counter[str]],
+    survivors: dict[str, list[str]],
+    equivalent: dict[str, str],
+    earlier: dict[str, dict[str, object]],
 ) -> None:
-    """tests/benchmarks/results/mutation.md and .json from the tallies."""
+    """tests/benchmarks/results/mutation.md and .json from the tallies (and earlier scores)."""
     rows, data = [], {}
     for module in sorted(tally):
         counts = tally[module]
+        if set(counts) <= {"not checked", "equivalent"} and module in earlier:
+            kept: dict[str, Any] = dict(earlier[module])
+            data[module] = kept
+            survivors[module] = list(kept.get("survivors", []))
+            done = int(kept.get("killed", 0))
+            total = sum(int(v) for k, v in kept.items() if k not in ("score", "survivors"))
+            rows.append(
+                f"| `{module}` | {done} | {total - done - int(kept.get('equivalent', 0))} | "
+                f"{kept.get('equivalent', 0)} | {float(kept['score']):.0%} (earlier run) | "
+                f"{'met' if float(kept['score']) >= TARGET else 'MISSED'} |"
+            )
+            continue
         if set(counts) <= {"not checked", "equivalent"}:
             rows.append(f"| `{module}` | – | – | {counts['equivalent']} | not run | – |")
             data[module] = {**counts, "score": None}
