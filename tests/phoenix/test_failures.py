@@ -93,7 +93,10 @@ def test_phoenix_going_away_mid_run_leaves_a_resumable_output(phoenix: str, tmp_
             )
         client.close()
     assert caught.value.pages_read == 3
-    before = [json.loads(line)["span_id"] for line in out.read_text().splitlines()]
+    # A failed run leaves OUT alone and keeps what it wrote beside it (docs/reliability.md).
+    assert not out.exists()
+    kept = tmp_path / "o.partial.jsonl"
+    before = [json.loads(line)["span_id"] for line in kept.read_text().splitlines()]
     assert len(before) == 1
     run = rescore_phoenix(_url(phoenix, project), ["quoted_spans"], out, resume=True)
     assert run.summary.counts.resumed == 1 and run.summary.turns_scored == 2

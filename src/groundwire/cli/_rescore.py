@@ -146,8 +146,18 @@ def _endpoint(value: str) -> str:
     return value
 
 
+def _is_phoenix(path: Path) -> bool:
+    """True for a `phoenix://` input (a URL, not a file; Path folds its `//`)."""
+    if ":/" not in os.fspath(path):
+        return False
+    from groundwire.phoenix._cli import looks_like_phoenix
+
+    return looks_like_phoenix([path])
+
+
 def _check_paths(paths: list[Path], expected: Path | None, out: Path) -> None:
     """Inputs must exist; OUT must have a known format and not be an input (nothing opened yet)."""
+    paths = [path for path in paths if not _is_phoenix(path)]
     for path in paths:
         if not path.exists():
             bad_argument(f"trace file {path} does not exist")
