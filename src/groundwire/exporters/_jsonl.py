@@ -105,39 +105,56 @@ def _suppressed_write(file: JsonLinesFile, line: str) -> bool:
     return True
 
 
-class JsonLinesSpanExporter(SpanExporter):
-    """Writes each batch of spans as one `ExportTraceServiceRequest` OTLP/JSON line."""
+class _SharedFileWriter:
+    """What every JSON-lines exporter shares: its reference to the shared file, appending one
+    OTLP/JSON line per batch, and closing its reference once (the file closes with the last)."""
 
-    def __init__(self, path: str | os.PathLike[str] | JsonLinesFile) -> None:
-        self._file = _open(path)
-        self._shut_down = False
+    _file: JsonLinesFile
+    _shut_down: bool
 
     @property
     def path(self) -> Path:
         """Where the lines go."""
         return self._file.path
 
+    def _append(self, request: Any) -> bool:
+        """Write `request` as one OTLP/JSON line; False when shut down or the write failed."""
+        if self._shut_down:
+            return False
+        return _suppressed_write(self._file, to_otlp_json(request))
+
+    def _release(self) -> None:
+        """Give up this exporter's reference to the file (once)."""
+        if not self._shut_down:
+            self._shut_down = True
+            self._file.release()
+
+
+class JsonLinesSpanExporter(_SharedFileWriter, SpanExporter):
+    """Writes each batch of spans as one `ExportTraceServiceRequest` OTLP/JSON line."""
+
+    def __init__(self, path: str | os.PathLike[str] | JsonLinesFile) -> None:
+        self._file = _open(path)
+        self._shut_down = False
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Append the batch; FAILURE (logged) when the file cannot be written."""
-        if self._shut_down:
-            return SpanExportResult.FAILURE
-        if not spans:
-            return SpanExportResult.SUCCESS
-        ok = _suppressed_write(self._file, to_otlp_json(encode_spans(spans)))
+        if spans and not self._shut_down:
+            ok = self._append(encode_spans(spans))
+        else:
+            ok = not self._shut_down
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
         """Close the file once every exporter sharing it has shut down."""
-        if not self._shut_down:
-            self._shut_down = True
-            self._file.release()
+        self._release()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Lines are flushed as they are written."""
         return True
 
 
-class JsonLinesMetricExporter(MetricExporter):
+class JsonLinesMetricExporter(_SharedFileWriter, MetricExporter):
     """Writes each metric collection as one `ExportMetricsServiceRequest` OTLP/JSON line."""
 
     def __init__(
@@ -150,11 +167,6 @@ class JsonLinesMetricExporter(MetricExporter):
         self._file = _open(path)
         self._shut_down = False
 
-    @property
-    def path(self) -> Path:
-        """Where the lines go."""
-        return self._file.path
-
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
@@ -164,8 +176,7 @@ class JsonLinesMetricExporter(MetricExporter):
         request = encode_metrics(metrics_data)
         if not request.resource_metrics:
             return MetricExportResult.SUCCESS
-        ok = _suppressed_write(self._file, to_otlp_json(request))
-        return MetricExportResult.SUCCESS if ok else MetricExportResult.FAILURE
+        return MetricExportResult.SUCCESS if self._append(request) else MetricExportResult.FAILURE
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         """Lines are flushed as they are written."""
@@ -173,38 +184,28 @@ class JsonLinesMetricExporter(MetricExporter):
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
         """Close the file once every exporter sharing it has shut down."""
-        if not self._shut_down:
-            self._shut_down = True
-            self._file.release()
+        self._release()
 
 
-class JsonLinesLogExporter(LogRecordExporter):
+class JsonLinesLogExporter(_SharedFileWriter, LogRecordExporter):
     """Writes each batch of log records as one `ExportLogsServiceRequest` OTLP/JSON line."""
 
     def __init__(self, path: str | os.PathLike[str] | JsonLinesFile) -> None:
         self._file = _open(path)
         self._shut_down = False
 
-    @property
-    def path(self) -> Path:
-        """Where the lines go."""
-        return self._file.path
-
     def export(self, batch: Sequence[Any]) -> LogRecordExportResult:
         """Append the batch (SDK `ReadableLogRecord`s); FAILURE (logged) when it cannot be
         written."""
-        if self._shut_down:
-            return LogRecordExportResult.FAILURE
-        if not batch:
-            return LogRecordExportResult.SUCCESS
-        ok = _suppressed_write(self._file, to_otlp_json(encode_logs(batch)))
+        if batch and not self._shut_down:
+            ok = self._append(encode_logs(batch))
+        else:
+            ok = not self._shut_down
         return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
 
     def shutdown(self) -> None:
         """Close the file once every exporter sharing it has shut down."""
-        if not self._shut_down:
-            self._shut_down = True
-            self._file.release()
+        self._release()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Lines are flushed as they are written."""
