@@ -40,7 +40,7 @@ class _OptionalValueCommand(TyperCommand):
             if arg != _EXPORT_OTLP:
                 continue
             following = args[index + 1] if index + 1 < len(args) else None
-            if following is None or following.startswith("-") or Path(following).is_file():
+            if following is None or following.startswith("-") or Path(following).exists():
                 fixed.append(_FROM_ENV)
         return super().parse_args(ctx, fixed)
 
@@ -84,7 +84,8 @@ def rescore_command(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Trace files: OTLP/JSON lines (.gz/.zst too), OTLP protobuf, Jaeger JSON."
+            help="Trace files or folders (read recursively, sorted by name): OTLP/JSON lines "
+            "(.gz/.zst too), OTLP protobuf, Jaeger JSON."
         ),
     ],
     evaluators: Annotated[
@@ -150,6 +151,14 @@ def rescore_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")
     ] = False,
+    glob: Annotated[
+        str | None,
+        typer.Option(
+            "--glob",
+            metavar="PATTERN",
+            help="Only the files under folders whose relative path matches, e.g. '*.jsonl.gz'.",
+        ),
+    ] = None,
 ) -> None:
     """Re-score RAG turns recorded in trace files and write the results to OUT."""
     from groundwire.offline._pipeline import WindowOptions
@@ -218,6 +227,7 @@ def rescore_command(
                 progress=on_progress,
                 on_problem=on_problem,
                 ray_address=ray_address,
+                glob=glob,
             )
             if summary.total_bytes and engine == "local":
                 progress.update(task, completed=summary.total_bytes)

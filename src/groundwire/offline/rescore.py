@@ -19,6 +19,7 @@ import math
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -35,6 +36,7 @@ from groundwire._evaluate import EvaluatorSpec
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn
 from groundwire.offline._export import OtlpExport
+from groundwire.offline._inputs import expand_inputs
 from groundwire.offline._pipeline import DEFAULT_WINDOW, TurnCounts, WindowOptions, iter_turns
 from groundwire.offline._results import TurnResult
 from groundwire.offline._resume import done_keys
@@ -124,6 +126,12 @@ class RescoreSummary:
             )
         if c.evaluation_spans:
             out.append(f"left out {c.evaluation_spans} evaluation spans of earlier scoring")
+        if c.incomplete:
+            reasons = ", ".join(f"{n} {why}" for why, n in sorted(c.incomplete.items()))
+            out.append(
+                f"{c.incomplete_traces} traces incomplete, not scored ({reasons}): "
+                "some of their spans never arrived (give every file of the time window)"
+            )
         if self.expected_matched:
             out.append(f"gold answers attached to {self.expected_matched} turns")
         if self.exported_spans:
@@ -281,6 +289,7 @@ def rescore(
     on_problem: Callable[[str], None] | None = None,
     stop: StopFlag | None = None,
     ray_address: str | None = None,
+    glob: str | None = None,
 ) -> RescoreSummary:
     """Re-score the RAG turns recorded in `paths` and write them to `out` (by its extension).
 
@@ -288,14 +297,15 @@ def rescore(
     Bad records are reported (to `on_problem`, else stderr) and skipped, or raise
     `BadRecordError` when `strict`. `export_otlp` is True (standard OTLP variables) or an
     endpoint. A first Ctrl-C stops after the chunks in flight, leaving `out` valid.
+    A folder in `paths` gives its trace files (recursively, sorted by name; `glob` narrows).
+    With several files, or on Ray, traces are grouped whole by trace id before scoring and
+    results come in `order_key` order; one file on the local engine streams in input order.
     """
     started = time.perf_counter()
     path_list = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     if not path_list:
         raise ValueError("rescore needs at least one trace file")
-    missing = [os.fspath(p) for p in path_list if not Path(p).is_file()]
-    if missing:
-        raise FileNotFoundError(f"not a trace file (missing, or a folder): {', '.join(missing)}")
+    path_list = list(expand_inputs(path_list, glob=glob, on_problem=on_problem or _print_notice))
     if engine not in ("local", "ray"):
         raise ValueError(f"engine must be 'local' or 'ray', got {engine!r}")
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
@@ -328,6 +338,16 @@ def rescore(
         if out_path is not None:
             writer = open_writer(out_path, names, append=resume)
         spec: Any = evaluators if workers > 1 or engine == "ray" else resolved
+        last_report = [0.0]
+
+        def on_read() -> None:
+            """Report progress while whole-trace grouping reads (at most 5 times a second)."""
+            now = time.perf_counter()
+            if progress is not None and now - last_report[0] >= 0.2:
+                last_report[0] = now
+                summary.elapsed_s = now - started
+                progress(summary)
+
         with _SigintHandler(stop):
             if engine == "ray":
                 from groundwire.offline.ray_engine import score_with_ray
@@ -338,7 +358,6 @@ def rescore(
                     summary,
                     fmt=fmt,
                     strict=strict,
-                    window=window,
                     expected=gold,
                     skip=skip,
                     concurrency=concurrency,
@@ -356,6 +375,8 @@ def rescore(
                     window=window,
                     expected=gold,
                     skip=skip,
+                    whole=len(path_list) > 1,
+                    on_read=on_read,
                 )
                 batches = _score_local(
                     _chunks(turns, chunk_size, stop), spec, workers, concurrency, stop
@@ -379,6 +400,11 @@ def rescore(
                 summary.exported_spans = export.spans
         summary.elapsed_s = time.perf_counter() - started
     return summary
+
+
+def _print_notice(text: str) -> None:
+    """Default destination of input notices (files passed over in a folder): stderr."""
+    print(f"groundwire: {text}", file=sys.stderr)
 
 
 def _sink(
