@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from groundwire.offline import rescore
+from tests.offline._ray_local import local_ray as _local_ray
 from tests.offline._traces import record_turns, write_groundwire_jsonl
 
 ray = pytest.importorskip("ray", reason="the ray extra (ray[data]) is not installed")
@@ -17,24 +16,9 @@ ray = pytest.importorskip("ray", reason="the ray extra (ray[data]) is not instal
 
 @pytest.fixture
 def local_ray() -> Iterator[None]:
-    """A local Ray instance in a private temp folder, removed afterwards (with ~/.ray if new)."""
-    home_ray = Path.home() / ".ray"
-    had_home_ray = home_ray.exists()
-    temp = tempfile.mkdtemp(prefix="gwray")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        _temp_dir=temp,
-        logging_level="ERROR",
-        log_to_driver=False,
-    )
-    try:
+    """A local Ray instance in a private temp folder, removed afterwards."""
+    with _local_ray(ray):
         yield
-    finally:
-        ray.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
-        if not had_home_ray:
-            shutil.rmtree(home_ray, ignore_errors=True)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -191,13 +191,22 @@ def _plan(
     chunk_size: int,
     workers: int,
 ) -> Any:
-    """The dataset of scored trace rows (read -> group by trace -> assemble -> score)."""
+    """The dataset of scored trace rows (read -> group by trace -> assemble -> score).
+
+    The grouped traces are materialized before scoring starts: the sort is a barrier anyway, and
+    scoring actors started earlier would hold the CPUs the read tasks need (a deadlock when
+    `workers` equals the cluster's CPUs).
+    """
     files = [{"path": os.fspath(path)} for path in paths]
     read = ray.data.from_items(files, override_num_blocks=len(files)).flat_map(
         _ReadFile(fmt, strict)
     )
-    traces = read.groupby("key").map_groups(
-        _assemble_group, fn_kwargs={"expected": expected, "skip": skip}, batch_format="numpy"
+    traces = (
+        read.groupby("key")
+        .map_groups(
+            _assemble_group, fn_kwargs={"expected": expected, "skip": skip}, batch_format="numpy"
+        )
+        .materialize()
     )
     return traces.map_batches(
         _Score,
@@ -238,21 +247,25 @@ def score_with_ray(
     context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
     context.enable_progress_bars = False
     try:
-        scored = _plan(
-            ray,
-            paths,
-            spec,
-            fmt=fmt,
-            strict=strict,
-            expected=expected,
-            skip=skip,
-            concurrency=concurrency,
-            chunk_size=chunk_size,
-            workers=workers,
-        )
-        batches = iter(scored.iter_batches(batch_size=chunk_size, batch_format="numpy"))
+        batches: Iterator[dict[str, Any]] | None = None
         while True:
             try:
+                if batches is None:
+                    scored = _plan(
+                        ray,
+                        paths,
+                        spec,
+                        fmt=fmt,
+                        strict=strict,
+                        expected=expected,
+                        skip=skip,
+                        concurrency=concurrency,
+                        chunk_size=chunk_size,
+                        workers=workers,
+                    )
+                    batches = iter(
+                        scored.iter_batches(batch_size=chunk_size, batch_format="numpy")
+                    )
                 batch = next(batches)
             except StopIteration:
                 break
