@@ -21,6 +21,7 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from groundwire.cli._app import app, console, err_console
+from groundwire.offline.ray_engine import RayEngineError
 from groundwire.offline.readers import FORMATS, BadRecordError
 from groundwire.offline.rescore import RescoreSummary, rescore
 
@@ -236,7 +237,7 @@ def rescore_command(
             f"[red]error:[/] {escape(str(error))} (--strict)", highlight=False, soft_wrap=True
         )
         raise typer.Exit(1) from None
-    except (ValueError, FileNotFoundError, ImportError) as error:
+    except (ValueError, FileNotFoundError, ImportError, RayEngineError) as error:
         err_console.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     if not quiet:

@@ -28,6 +28,7 @@ instance (what CI uses). Install with `pip install 'groundwire[ray]'`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -237,6 +238,9 @@ def score_with_ray(
     from ray.data.context import DataContext, ShuffleStrategy
 
     started_here = _init(ray, address)
+    data_logger = logging.getLogger("ray.data")
+    data_level = data_logger.level
+    data_logger.setLevel(max(data_level, logging.WARNING))
     context = DataContext.get_current()
     saved = (
         context.execution_options.preserve_order,
@@ -263,9 +267,7 @@ def score_with_ray(
                         chunk_size=chunk_size,
                         workers=workers,
                     )
-                    batches = iter(
-                        scored.iter_batches(batch_size=chunk_size, batch_format="numpy")
-                    )
+                    batches = iter(scored.iter_batches(batch_size=chunk_size, batch_format="numpy"))
                 batch = next(batches)
             except StopIteration:
                 break
@@ -296,6 +298,7 @@ def score_with_ray(
             context.shuffle_strategy,
             context.enable_progress_bars,
         ) = saved
+        data_logger.setLevel(data_level)
         if started_here:
             ray.shutdown()
 
