@@ -143,8 +143,8 @@ class RayCluster:
 
 
 def _end_group(node: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the node's process group, SIGKILL what is left after 15 s."""
-    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+    """SIGTERM the node's process group, SIGKILL what is left after 5 s."""
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(node.pid, sig)
         except ProcessLookupError:

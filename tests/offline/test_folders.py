@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from groundwire.assembly import SpanRecord
 from groundwire.cli import app
-from groundwire.offline import rescore
+from groundwire.offline import StopFlag, rescore
 from groundwire.offline._grouping import ROOT_MISSING, SPANS_MISSING, order_key, trace_gap
 from groundwire.offline._inputs import expand_inputs
 from tests.offline._traces import KIND, record_turns, write_groundwire_jsonl
@@ -218,3 +218,15 @@ def test_a_turn_under_an_unrecorded_upstream_parent_is_still_scored(tmp_path: Pa
     path = write_groundwire_jsonl(exporter.get_finished_spans(), tmp_path / "t.jsonl", batch=3)
     summary = rescore(path, ["quoted_spans"])
     assert (summary.turns_scored, summary.counts.incomplete) == (1, {})
+
+
+def test_a_stop_while_grouping_reads_ends_the_run_as_interrupted(
+    recorded: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C (the stop flag) during the read phase of grouping: no turn, interrupted, OUT valid."""
+    parts = _cut(recorded, [6], tmp_path)
+    stop = StopFlag()
+    out = tmp_path / "out.jsonl"
+    summary = rescore(parts, SPEC, out, stop=stop, progress=lambda _: stop.set())
+    assert summary.interrupted and summary.turns_scored == 0
+    assert out.read_text() == ""

@@ -24,7 +24,11 @@ pytest.importorskip("ray", reason="the ray extra (ray[data]) is not installed")
 
 from tests.offline._ray_cluster import RayCluster
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(600),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
 TURNS = 120
 CLI = (sys.executable, "-c", "from groundwire.cli import main; main()", "rescore")
 

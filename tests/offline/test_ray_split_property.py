@@ -87,6 +87,7 @@ def module_ray() -> Iterator[None]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @settings(
     max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -119,12 +119,12 @@ def iter_turns(
     expected: ExpectedAnswers | None = None,
     skip: Collection[tuple[str, str]] = (),
     whole: bool = False,
-    on_read: Callable[[], None] | None = None,
+    on_read: Callable[[], bool] | None = None,
 ) -> Iterator[RagTurn]:
     """Every turn in the files: as traces complete in the window, or (`whole`) by `order_key`.
 
     `on_read` is called after each record while `whole` grouping reads (no turn comes out until
-    every file is read).
+    every file is read); when it returns True, reading stops and no turn is given.
     """
     if whole:
         yield from _grouped_turns(
@@ -163,7 +163,7 @@ def _grouped_turns(
     fmt: TraceFormat | None,
     expected: ExpectedAnswers | None,
     skip: Collection[tuple[str, str]],
-    on_read: Callable[[], None] | None,
+    on_read: Callable[[], bool] | None,
 ) -> Iterator[RagTurn]:
     """Read every file, group spans by trace id on disk, then assemble each trace whole."""
     sizes = [_size(path) for path in paths]
@@ -171,8 +171,8 @@ def _grouped_turns(
     with SpillGrouper(partition_count(sum(sizes), compressed)) as grouper:
         for batch in read_spans(paths, problems, fmt=fmt):
             grouper.add(batch.spans)
-            if on_read is not None:
-                on_read()
+            if on_read is not None and on_read():
+                return
         for trace in grouper.traces():
             spans, left_out = split_evaluations(trace)
             counts.evaluation_spans += len(left_out)

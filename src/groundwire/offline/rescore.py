@@ -206,7 +206,8 @@ def _chunks(turns: Iterator[RagTurn], size: int, stop: StopFlag) -> Iterator[lis
             chunk = []
         if stop.is_set():
             return
-    stop.input_exhausted = True
+    if not stop.is_set():
+        stop.input_exhausted = True
     if chunk:
         yield chunk
 
@@ -340,13 +341,15 @@ def rescore(
         spec: Any = evaluators if workers > 1 or engine == "ray" else resolved
         last_report = [0.0]
 
-        def on_read() -> None:
-            """Report progress while whole-trace grouping reads (at most 5 times a second)."""
+        def on_read() -> bool:
+            """Report progress while whole-trace grouping reads (at most 5 times a second);
+            True (stop reading) once a stop was asked for."""
             now = time.perf_counter()
             if progress is not None and now - last_report[0] >= 0.2:
                 last_report[0] = now
                 summary.elapsed_s = now - started
                 progress(summary)
+            return stop.is_set()
 
         with _SigintHandler(stop):
             if engine == "ray":
