@@ -14,7 +14,8 @@ trace is counted and reported, never scored from part of its spans.
 
 from __future__ import annotations
 
-import dataclasses
+import copyreg
+import io
 import os
 import pickle
 import shutil
@@ -22,6 +23,7 @@ import tempfile
 import zlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import IO, Any, Final
 
 from groundwire.assembly import SpanRecord, span_kind
@@ -90,32 +92,30 @@ def fragments(spans: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
     return by_trace
 
 
-_FIELDS: Final = tuple(field.name for field in dataclasses.fields(SpanRecord))
+def _read_only(values: dict[str, Any]) -> Mapping[str, Any]:
+    """Rebuild a read-only mapping on unpickling (see `_Pickler`)."""
+    return MappingProxyType(values)
 
 
-def _plain(span: SpanRecord, shared: dict[int, Any]) -> tuple[Any, ...]:
-    """A span's fields as plain values (read-only mappings do not pickle); equal objects shared."""
-    values: list[Any] = []
-    for name in _FIELDS:
-        value = getattr(span, name)
-        if isinstance(value, Mapping) and not isinstance(value, dict):
-            plain = shared.get(id(value))
-            if plain is None:
-                plain = shared[id(value)] = dict(value)
-            value = plain
-        values.append(value)
-    return tuple(values)
+class _Pickler(pickle.Pickler):
+    """Pickles span records as they are: read-only mappings (which plain pickle refuses) travel
+    as dicts and come back read-only; a resource shared by spans is written once per fragment."""
+
+    dispatch_table = copyreg.dispatch_table.copy()
+    dispatch_table[MappingProxyType] = lambda proxy: (_read_only, (dict(proxy),))
 
 
 def encode_fragment(spans: list[SpanRecord]) -> bytes:
     """Pickle a list of spans of one trace (for a spill file or a Ray row)."""
-    shared: dict[int, Any] = {}
-    return pickle.dumps([_plain(span, shared) for span in spans], pickle.HIGHEST_PROTOCOL)
+    buffer = io.BytesIO()
+    _Pickler(buffer, pickle.HIGHEST_PROTOCOL).dump(spans)
+    return buffer.getvalue()
 
 
 def decode_fragment(data: bytes) -> list[SpanRecord]:
-    """The spans `encode_fragment` pickled (validated again by `SpanRecord`)."""
-    return [SpanRecord(**dict(zip(_FIELDS, values, strict=True))) for values in pickle.loads(data)]
+    """The spans `encode_fragment` pickled."""
+    spans: list[SpanRecord] = pickle.loads(data)
+    return spans
 
 
 def merge_fragments(parts: Iterable[list[SpanRecord]]) -> list[SpanRecord]:
