@@ -244,6 +244,8 @@ ROTATED_PARTS = 8
 ENGINE_FRACTION = 4
 """The engine comparison runs on the first 1/ENGINE_FRACTION of the file (N runs each)."""
 RUNS = 3
+GROUPING_RUNS = 1
+"""Runs of the grouping-cost steps over the whole file (each takes tens of seconds here)."""
 ENGINE_CONFIGS = (("local", 1), ("local", 2), ("ray", 1), ("ray", 2))
 
 
@@ -299,7 +301,7 @@ def _grouping_cost(files: list[Path]) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for name, step in (("read_alone", read_alone), ("window", window), ("whole", whole)):
         seconds: list[float] = []
-        for _ in range(RUNS):
+        for _ in range(GROUPING_RUNS):
             started = time.perf_counter()
             count = step()
             seconds.append(time.perf_counter() - started)
@@ -361,6 +363,7 @@ def rotated() -> None:
         "parts": ROTATED_PARTS,
         "engine_fraction": ENGINE_FRACTION,
         "runs": RUNS,
+        "grouping_runs": GROUPING_RUNS,
         "load_average_1m_at_end": os.getloadavg()[0],
         "grouping": grouping,
         "engines": engines,
@@ -487,13 +490,14 @@ def _rotated_markdown(rot: dict[str, Any]) -> str:
 ## Rotated parts: whole-trace grouping and the engines
 
 The same generated file ({mb:.0f} MB) cut into {rot["parts"]} rotated parts at line boundaries
-(traces straddle the cuts), as the Collector's file exporter leaves them. Median of
-{rot["runs"]} runs (min-max); 1-minute load average {rot["load_average_1m_at_end"]:.1f} at the end
-(the two cores were shared with other jobs). Regenerate this section alone with
+(traces straddle the cuts), as the Collector's file exporter leaves them. 1-minute load average
+{rot["load_average_1m_at_end"]:.1f} at the end (the two cores were shared with other jobs, so
+every figure here is a floor). Regenerate this section alone with
 `python -m tests.benchmarks.bench_offline rotated`.
 
 Cost of grouping every span by trace id (several files: spill partitions on disk, then each
-trace whole) against reading alone, all {rot["parts"]} parts:
+trace whole) against reading alone and against the single-file window, all {rot["parts"]} parts
+of the whole file, {rot["grouping_runs"]} run(s) each (median, min-max):
 
 | step | time | vs reading alone |
 |---|---:|---:|
@@ -501,7 +505,8 @@ trace whole) against reading alone, all {rot["parts"]} parts:
 | reading + window reassembly + turns (one file's path) | {secs(g["window"])} | {wr:.2f} |
 | reading + whole grouping + turns (several files' path) | {secs(g["whole"])} | {gr:.2f} |
 
-Engines on the first 1/{rot["engine_fraction"]} of the file ({e["local_1"]["turns"]:,} turns, cut
+Engines (median of {rot["runs"]} runs, min-max) on the first 1/{rot["engine_fraction"]} of the
+file ({e["local_1"]["turns"]:,} turns, cut
 again into {rot["parts"]} parts), `quoted_spans` + `quote_verification` (no embeddings), .jsonl out,
 after the same warm-up run on one part for each; Ray is a local instance with 2 CPUs started once
 before (its start-up is not counted; each run's plan, shuffle and actor start-up are):
