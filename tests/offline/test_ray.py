@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from groundwire.offline import rescore
+from groundwire.offline._grouping import ROOT_MISSING
 from tests.offline._ray_local import local_ray as _local_ray
 from tests.offline._traces import record_turns, write_groundwire_jsonl
 
@@ -36,3 +37,33 @@ def test_ray_engine_matches_the_local_engine(local_ray: None, tmp_path: Path) ->
     )
     assert on_ray.turns_scored == local.turns_scored == 8
     assert (on_ray.read.files, on_ray.read.spans, on_ray.counts.traces) == (2, 24, 8)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_resume_expected_and_incomplete_traces_work_alike_on_ray(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """--resume continues a cut OUT, gold answers join, a cut trace is counted: as locally."""
+    spans = record_turns(6)
+    whole = write_groundwire_jsonl(spans[:-1], tmp_path / "all.jsonl", batch=2)  # last root cut
+    lines = whole.read_text().splitlines(keepends=True)
+    parts = [tmp_path / "b.jsonl", tmp_path / "a.jsonl"]
+    parts[0].write_text("".join(lines[4:]))
+    parts[1].write_text("".join(lines[:4]))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        "".join(
+            f'{{"query": "How tall is the Eiffel Tower? ({i})", "expected": ["330 m"]}}\n'
+            for i in range(6)
+        )
+    )
+    spec = {"quoted_spans": {}}
+    local = rescore(parts, spec, tmp_path / "local.jsonl", expected=gold)
+    out = tmp_path / "ray.jsonl"
+    rows = (tmp_path / "local.jsonl").read_text().splitlines(keepends=True)
+    out.write_text("".join(rows[:2]) + rows[2][:10])  # a run killed mid-line
+    on_ray = rescore(parts, spec, out, expected=gold, engine="ray", resume=True)
+    assert out.read_text().splitlines(keepends=True) == rows
+    assert (on_ray.turns_scored, on_ray.counts.resumed) == (3, 2)
+    assert on_ray.counts.incomplete == local.counts.incomplete == {ROOT_MISSING: 1}
+    assert (local.expected_matched, on_ray.expected_matched) == (5, 3), "resumed: not joined"
