@@ -13,6 +13,7 @@ from tests.offline._ray_local import local_ray as _local_ray
 from tests.offline._traces import record_turns, write_groundwire_jsonl
 
 ray = pytest.importorskip("ray", reason="the ray extra (ray[data]) is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 @pytest.fixture
