@@ -55,6 +55,9 @@ __all__ = ["RayEngineError", "score_with_ray"]
 
 _READ_COUNTERS = ("files", "records", "spans", "bad_records", "other_records", "bytes_done")
 _TURN_COUNTERS = ("traces", "turns", "resumed", "evaluation_spans")
+_BLOCK_CHUNKS = 4
+"""Traces per block handed to a scoring actor, in chunks: small blocks spread the work over all
+actors even when the shuffle made few blocks (one file gives one)."""
 _STATS_KEY = ""
 """The group key of the per-file counters rows (sorts before every trace key)."""
 
@@ -209,7 +212,8 @@ def _plan(
         )
         .materialize()
     )
-    return traces.map_batches(
+    blocks = traces.repartition(target_num_rows_per_block=chunk_size * _BLOCK_CHUNKS)
+    return blocks.map_batches(
         _Score,
         fn_constructor_args=(spec, concurrency),
         batch_size=chunk_size,
