@@ -206,8 +206,7 @@ def _chunks(turns: Iterator[RagTurn], size: int, stop: StopFlag) -> Iterator[lis
             chunk = []
         if stop.is_set():
             return
-    if not stop.is_set():
-        stop.input_exhausted = True
+    stop.input_exhausted = True
     if chunk:
         yield chunk
 
@@ -335,6 +334,7 @@ def rescore(
         export = OtlpExport(export_otlp if isinstance(export_otlp, str) else None)
     writer: ResultWriter | None = None
     failed = True
+    read_stopped = [False]  # a stop came while whole-trace grouping was still reading
     try:
         if out_path is not None:
             writer = open_writer(out_path, names, append=resume)
@@ -349,7 +349,8 @@ def rescore(
                 last_report[0] = now
                 summary.elapsed_s = now - started
                 progress(summary)
-            return stop.is_set()
+            read_stopped[0] = stop.is_set()
+            return read_stopped[0]
 
         with _SigintHandler(stop):
             if engine == "ray":
@@ -391,7 +392,7 @@ def rescore(
                     progress(summary)
         failed = False
     finally:
-        summary.interrupted = stop.is_set() and not stop.input_exhausted
+        summary.interrupted = stop.is_set() and (not stop.input_exhausted or read_stopped[0])
         if gold is not None and engine == "local":
             summary.expected_matched = gold.matched
         try:
