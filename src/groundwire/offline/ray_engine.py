@@ -197,9 +197,9 @@ def _plan(
 ) -> Any:
     """The dataset of scored trace rows (read -> group by trace -> assemble -> score).
 
-    The grouped traces are materialized before scoring starts: the sort is a barrier anyway, and
-    scoring actors started earlier would hold the CPUs the read tasks need (a deadlock when
-    `workers` equals the cluster's CPUs).
+    The grouped traces are cut into small blocks and materialized before scoring starts: the sort
+    is a barrier anyway, and scoring actors started earlier would hold the CPUs that the read,
+    shuffle and re-blocking tasks need (a deadlock when `workers` equals the cluster's CPUs).
     """
     files = [{"path": os.fspath(path)} for path in paths]
     read = ray.data.from_items(files, override_num_blocks=len(files)).flat_map(
@@ -210,10 +210,10 @@ def _plan(
         .map_groups(
             _assemble_group, fn_kwargs={"expected": expected, "skip": skip}, batch_format="numpy"
         )
+        .repartition(target_num_rows_per_block=chunk_size * _BLOCK_CHUNKS)
         .materialize()
     )
-    blocks = traces.repartition(target_num_rows_per_block=chunk_size * _BLOCK_CHUNKS)
-    return blocks.map_batches(
+    return traces.map_batches(
         _Score,
         fn_constructor_args=(spec, concurrency),
         batch_size=chunk_size,
