@@ -38,7 +38,8 @@ from tests.offline._traces import write_groundwire_jsonl
 
 RESULTS = Path(__file__).parent / "results"
 WORK = Path(__file__).parent / "_work"
-TARGET_BYTES = 250 * 1024 * 1024
+TARGET_BYTES = int(os.environ.get("GW_BENCH_OFFLINE_MB", "250")) * 1024 * 1024
+"""Size of the generated file (GW_BENCH_OFFLINE_MB shrinks it for a quick trial run)."""
 TEMPLATE_TURNS = 40
 SLICE_LINES = 6_000
 HEAVY_LINES = 12
@@ -238,6 +239,139 @@ def _scoring(slice_path: Path) -> dict[str, Any]:
     return rows
 
 
+ROTATED_PARTS = 8
+"""The file is cut into this many rotated parts (at line boundaries, traces straddling them)."""
+ENGINE_FRACTION = 4
+"""The engine comparison runs on the first 1/ENGINE_FRACTION of the file (N runs each)."""
+RUNS = 3
+GROUPING_RUNS = 1
+"""Runs of the grouping-cost steps over the whole file (each takes tens of seconds here)."""
+ENGINE_CONFIGS = (("local", 1), ("local", 2), ("ray", 1), ("ray", 2))
+
+
+def _rotate(path: Path, folder: Path, parts: int, fraction: int = 1) -> list[Path]:
+    """The first 1/fraction of the file cut into `parts` files of about equal size, as the
+    Collector's file exporter rotates (at line boundaries: traces straddle the cuts)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    limit = path.stat().st_size // fraction
+    step = limit // parts + 1
+    files: list[Path] = []
+    out = None
+    written = 0
+    with path.open("rb") as source:
+        for line in source:
+            if written >= limit:
+                break
+            if out is None or out.tell() >= step:
+                if out is not None:
+                    out.close()
+                files.append(folder / f"traces-{len(files):03d}.jsonl")
+                out = files[-1].open("wb")
+            out.write(line)
+            written += len(line)
+    if out is not None:
+        out.close()
+    return files
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    """Median, min and max of N measurements."""
+    ordered = sorted(values)
+    return {"median": ordered[len(ordered) // 2], "min": ordered[0], "max": ordered[-1]}
+
+
+def _grouping_cost(files: list[Path]) -> dict[str, Any]:
+    """Seconds to read the parts alone, to read + window-assemble, and to read + group whole."""
+    from groundwire.offline import read_spans
+
+    def read_alone() -> int:
+        problems = Problems()
+        for _ in read_spans(files, problems):
+            pass
+        return problems.stats.spans
+
+    def window() -> int:
+        counts = TurnCounts()
+        return sum(1 for _ in iter_turns(files, Problems(), counts))
+
+    def whole() -> int:
+        counts = TurnCounts()
+        return sum(1 for _ in iter_turns(files, Problems(), counts, whole=True))
+
+    rows: dict[str, Any] = {}
+    for name, step in (("read_alone", read_alone), ("window", window), ("whole", whole)):
+        seconds: list[float] = []
+        for _ in range(GROUPING_RUNS):
+            started = time.perf_counter()
+            count = step()
+            seconds.append(time.perf_counter() - started)
+        rows[name] = {"seconds": _stats(seconds), "count": count}
+    base = rows["read_alone"]["seconds"]["median"]
+    rows["window_over_read"] = rows["window"]["seconds"]["median"] / base
+    rows["whole_over_read"] = rows["whole"]["seconds"]["median"] / base
+    return rows
+
+
+def _engines(files: list[Path], folder: Path) -> dict[str, Any]:
+    """FAST evaluators over the rotated parts: local 1 and 2 workers, Ray 1 and 2 workers."""
+    import ray
+
+    from tests.offline._ray_local import local_ray
+
+    rows: dict[str, Any] = {}
+    outputs: dict[str, bytes] = {}
+    warm = files[:1]
+    with local_ray(ray, num_cpus=2):
+        for engine, workers in ENGINE_CONFIGS:
+            name = f"{engine}_{workers}"
+            options: dict[str, Any] = {"engine": engine, "workers": workers, "chunk_size": 64}
+            rescore(warm, FAST, folder / "warm.jsonl", **options)  # same warm-up for every run
+            rates: list[float] = []
+            for _ in range(RUNS):
+                out = folder / f"{name}.jsonl"
+                summary = rescore(files, FAST, out, **options)
+                rates.append(summary.turns_scored / summary.elapsed_s)
+                outputs[name] = out.read_bytes()
+            rows[name] = {"turns": summary.turns_scored, "turns_per_s": _stats(rates)}
+            print(f"{name}: {rows[name]['turns_per_s']['median']:.0f} turns/s", flush=True)
+    for engine in ("local", "ray"):
+        one = rows[f"{engine}_1"]["turns_per_s"]["median"]
+        two = rows[f"{engine}_2"]["turns_per_s"]["median"]
+        rows[f"{engine}_speedup"] = two / one
+        rows[f"{engine}_efficiency_added_core"] = (two - one) / one
+    rows["identical_outputs"] = len(set(outputs.values())) == 1
+    return rows
+
+
+def rotated() -> None:
+    """Only the rotated-parts section; merged into an existing results/offline.json."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    path = WORK / "traces.jsonl"
+    try:
+        generated = _generate(path)
+        files = _rotate(path, WORK / "rotated", ROTATED_PARTS)
+        sliced = _rotate(path, WORK / "engines", ROTATED_PARTS, ENGINE_FRACTION)
+        path.unlink()
+        grouping = _grouping_cost(files)
+        print(f"whole grouping: {grouping['whole_over_read']:.2f}x reading alone", flush=True)
+        engines = _engines(sliced, WORK)
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
+    data = json.loads((RESULTS / "offline.json").read_text(encoding="utf-8"))
+    data["rotated"] = {
+        "file": generated,
+        "parts": ROTATED_PARTS,
+        "engine_fraction": ENGINE_FRACTION,
+        "runs": RUNS,
+        "grouping_runs": GROUPING_RUNS,
+        "load_average_1m_at_end": os.getloadavg()[0],
+        "grouping": grouping,
+        "engines": engines,
+    }
+    (RESULTS / "offline.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (RESULTS / "offline.md").write_text(_markdown(data), encoding="utf-8")
+
+
 def main() -> None:
     """Run every part and write results/offline.{md,json}."""
     WORK.mkdir(parents=True, exist_ok=True)
@@ -268,6 +402,11 @@ def main() -> None:
         "end_to_end_quoted_spans": whole,
         "scoring_slice": scoring,
     }
+    previous = RESULTS / "offline.json"
+    if previous.exists():
+        kept = json.loads(previous.read_text(encoding="utf-8")).get("rotated")
+        if kept is not None:
+            data["rotated"] = kept
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "offline.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (RESULTS / "offline.md").write_text(_markdown(data), encoding="utf-8")
@@ -330,8 +469,63 @@ evaluators this cheap (about a millisecond a turn) this process's own share (rea
 assembling, pickling, writing) is a large part of the work. The `evaluate_many` row scores the
 same turns already in memory (no reading, assembly or writing), but runs each sync evaluation in
 a thread from an event loop, which costs more than the scoring here.
+""" + (_rotated_markdown(data["rotated"]) if "rotated" in data else "")
+
+
+def _rotated_markdown(rot: dict[str, Any]) -> str:
+    """The rotated-parts section (`python -m tests.benchmarks.bench_offline rotated`)."""
+    g, e = rot["grouping"], rot["engines"]
+
+    def secs(row: dict[str, Any]) -> str:
+        t = row["seconds"]
+        return f"{t['median']:.1f} s ({t['min']:.1f}-{t['max']:.1f})"
+
+    def rate(name: str) -> str:
+        t = e[name]["turns_per_s"]
+        return f"{t['median']:,.0f} ({t['min']:,.0f}-{t['max']:,.0f})"
+
+    mb = rot["file"]["bytes"] / 2**20
+    wr, gr = g["window_over_read"], g["whole_over_read"]
+    return f"""
+## Rotated parts: whole-trace grouping and the engines
+
+The same generated file ({mb:.0f} MB) cut into {rot["parts"]} rotated parts at line boundaries
+(traces straddle the cuts), as the Collector's file exporter leaves them. 1-minute load average
+{rot["load_average_1m_at_end"]:.1f} at the end (the two cores were shared with other jobs, so
+every figure here is a floor). Regenerate this section alone with
+`python -m tests.benchmarks.bench_offline rotated`.
+
+Cost of grouping every span by trace id (several files: spill partitions on disk, then each
+trace whole) against reading alone and against the single-file window, all {rot["parts"]} parts
+of the whole file, {rot["grouping_runs"]} run(s) each (median, min-max):
+
+| step | time | vs reading alone |
+|---|---:|---:|
+| reading alone (parse every record, no reassembly) | {secs(g["read_alone"])} | 1.00 |
+| reading + window reassembly + turns (one file's path) | {secs(g["window"])} | {wr:.2f} |
+| reading + whole grouping + turns (several files' path) | {secs(g["whole"])} | {gr:.2f} |
+
+Engines (median of {rot["runs"]} runs, min-max) on the first 1/{rot["engine_fraction"]} of the
+file ({e["local_1"]["turns"]:,} turns, cut
+again into {rot["parts"]} parts), `quoted_spans` + `quote_verification` (no embeddings), .jsonl out,
+after the same warm-up run on one part for each; Ray is a local instance with 2 CPUs started once
+before (its start-up is not counted; each run's plan, shuffle and actor start-up are):
+
+| engine | turns/s |
+|---|---:|
+| local, 1 worker | {rate("local_1")} |
+| local, `--workers 2` | {rate("local_2")} |
+| Ray, 1 worker | {rate("ray_1")} |
+| Ray, 2 workers | {rate("ray_2")} |
+
+Speed-up from the second core: local {e["local_speedup"]:.2f}x (efficiency of the added core
+{e["local_efficiency_added_core"]:.2f}), Ray {e["ray_speedup"]:.2f}x (efficiency
+{e["ray_efficiency_added_core"]:.2f}); the target is 0.8. Outputs of all four identical, byte for
+byte: {e["identical_outputs"]}.
 """
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    rotated() if sys.argv[1:] == ["rotated"] else main()

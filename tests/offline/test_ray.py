@@ -2,39 +2,25 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from groundwire.offline import rescore
+from groundwire.offline._grouping import ROOT_MISSING
+from tests.offline._ray_local import local_ray as _local_ray
 from tests.offline._traces import record_turns, write_groundwire_jsonl
 
 ray = pytest.importorskip("ray", reason="the ray extra (ray[data]) is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 @pytest.fixture
 def local_ray() -> Iterator[None]:
-    """A local Ray instance in a private temp folder, removed afterwards (with ~/.ray if new)."""
-    home_ray = Path.home() / ".ray"
-    had_home_ray = home_ray.exists()
-    temp = tempfile.mkdtemp(prefix="gwray")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        _temp_dir=temp,
-        logging_level="ERROR",
-        log_to_driver=False,
-    )
-    try:
+    """A local Ray instance in a private temp folder, removed afterwards."""
+    with _local_ray(ray):
         yield
-    finally:
-        ray.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
-        if not had_home_ray:
-            shutil.rmtree(home_ray, ignore_errors=True)
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -52,3 +38,33 @@ def test_ray_engine_matches_the_local_engine(local_ray: None, tmp_path: Path) ->
     )
     assert on_ray.turns_scored == local.turns_scored == 8
     assert (on_ray.read.files, on_ray.read.spans, on_ray.counts.traces) == (2, 24, 8)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_resume_expected_and_incomplete_traces_work_alike_on_ray(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """--resume continues a cut OUT, gold answers join, a cut trace is counted: as locally."""
+    spans = record_turns(6)
+    whole = write_groundwire_jsonl(spans[:-1], tmp_path / "all.jsonl", batch=2)  # last root cut
+    lines = whole.read_text().splitlines(keepends=True)
+    parts = [tmp_path / "b.jsonl", tmp_path / "a.jsonl"]
+    parts[0].write_text("".join(lines[4:]))
+    parts[1].write_text("".join(lines[:4]))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        "".join(
+            f'{{"query": "How tall is the Eiffel Tower? ({i})", "expected": ["330 m"]}}\n'
+            for i in range(6)
+        )
+    )
+    spec = {"quoted_spans": {}}
+    local = rescore(parts, spec, tmp_path / "local.jsonl", expected=gold)
+    out = tmp_path / "ray.jsonl"
+    rows = (tmp_path / "local.jsonl").read_text().splitlines(keepends=True)
+    out.write_text("".join(rows[:2]) + rows[2][:10])  # a run killed mid-line
+    on_ray = rescore(parts, spec, out, expected=gold, engine="ray", resume=True)
+    assert out.read_text().splitlines(keepends=True) == rows
+    assert (on_ray.turns_scored, on_ray.counts.resumed) == (3, 2)
+    assert on_ray.counts.incomplete == local.counts.incomplete == {ROOT_MISSING: 1}
+    assert (local.expected_matched, on_ray.expected_matched) == (5, 3), "resumed: not joined"

@@ -29,6 +29,7 @@ from groundwire.cli._app import app, console, err_console
 from groundwire.cli._errors import CliError, bad_argument, guarded, nearest
 from groundwire.cli._exit import ExitCode
 from groundwire.cli._outcome import exit_code, explain
+from groundwire.offline.ray_engine import RayEngineError
 from groundwire.offline.readers import FORMATS, BadRecordError
 from groundwire.offline.rescore import RescoreSummary, rescore
 from groundwire.offline.writers import check_output_paths, output_suffix
@@ -49,7 +50,7 @@ class _OptionalValueCommand(TyperCommand):
             if arg != _EXPORT_OTLP:
                 continue
             following = args[index + 1] if index + 1 < len(args) else None
-            if following is None or following.startswith("-") or Path(following).is_file():
+            if following is None or following.startswith("-") or Path(following).exists():
                 fixed.append(_FROM_ENV)
         return super().parse_args(ctx, fixed)
 
@@ -191,7 +192,8 @@ def rescore_command(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Trace files: OTLP/JSON lines (.gz/.zst too), OTLP protobuf, Jaeger JSON."
+            help="Trace files or folders (read recursively, sorted by name): OTLP/JSON lines "
+            "(.gz/.zst too), OTLP protobuf, Jaeger JSON."
         ),
     ],
     evaluators: Annotated[
@@ -286,6 +288,14 @@ def rescore_command(
     phoenix_page_size: Annotated[
         int, typer.Option(min=1, max=1000, help="phoenix:// input: spans per request.")
     ] = 1000,
+    glob: Annotated[
+        str | None,
+        typer.Option(
+            "--glob",
+            metavar="PATTERN",
+            help="Only the files under folders whose relative path matches, e.g. '*.jsonl.gz'.",
+        ),
+    ] = None,
 ) -> None:
     """Re-score RAG turns recorded in trace files and write the results to OUT.
 
@@ -380,6 +390,7 @@ def rescore_command(
                 progress=on_progress,
                 on_problem=on_problem,
                 ray_address=ray_address,
+                glob=glob,
             )
             if summary.total_bytes and engine == "local":
                 progress.update(task, completed=summary.total_bytes)
@@ -388,6 +399,8 @@ def rescore_command(
     except Exception as error:
         if phoenix is not None and phoenix.owns(error):
             raise CliError(phoenix.message(error, out), phoenix.exit_code(error)) from None
+        if isinstance(error, RayEngineError):
+            raise CliError(str(error), ExitCode.INTERNAL_ERROR) from None
         if isinstance(error, ValueError | ImportError | FileNotFoundError):
             bad_argument(str(error))
         if isinstance(error, OSError):  # mid-run, e.g. a full disk: the run could not finish

@@ -1,9 +1,11 @@
-"""Files to turns: read span batches, reassemble traces in a bounded window, assemble turns.
+"""Files to turns: read span batches, group them into whole traces, assemble turns.
 
-The one streaming path both engines use (Ray runs it once per file). Evaluation carrier spans
-and `gen_ai.evaluation.result` log records (earlier scores, e.g. from online scoring into the same
-file) are left out and counted, gold answers are attached and turns already in OUT (`--resume`)
-are skipped here, before any scoring.
+One file streams through a bounded window (`TraceWindow`, the SDK's export order); with
+`whole=True` (several files, whose order says nothing) every span is first grouped by trace id
+(`SpillGrouper`), as the Ray engine does. Either way each trace goes through `trace_turns`:
+evaluation carrier spans and `gen_ai.evaluation.result` log records (earlier scores) are left out
+and counted, an incomplete trace is counted and not scored, gold answers are attached and turns
+already in OUT (`--resume`) are skipped, before any scoring.
 
 Duplicates (the same spans exported twice: a Collector retry, overlapping files) are dropped here
 too, counted in `TurnCounts.duplicate_spans` and `duplicate_turns`: a span whose trace and span id
@@ -15,9 +17,10 @@ is not produced again, so a duplicate trace gives one turn wherever its copies l
 from __future__ import annotations
 
 import os
-from collections import deque
-from collections.abc import Collection, Hashable, Iterable, Iterator
+from collections import OrderedDict, deque
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 from groundwire import semconv
@@ -25,12 +28,20 @@ from groundwire._types import RagTurn
 from groundwire.assembly import Diagnoses, SpanRecord, turns_from_spans
 from groundwire.assembly._events import has_content
 from groundwire.assembly._log_record import LogRecordData
+from groundwire.offline._grouping import SpillGrouper, partition_count, trace_gap
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, TraceFormat, read_spans
 from groundwire.offline.readers._common import SpanBatch
 
-__all__ = ["DEFAULT_WINDOW", "TurnCounts", "WindowOptions", "iter_turns"]
+__all__ = [
+    "DEFAULT_WINDOW",
+    "TurnCounts",
+    "WindowOptions",
+    "iter_turns",
+    "split_evaluations",
+    "trace_turns",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +78,13 @@ class TurnCounts:
     """Spans read a second time (same trace and span id: a Collector retry), left out."""
     duplicate_turns: int = 0
     """Turns assembled a second time (a duplicate trace read after its first copy was released)."""
+    incomplete: dict[str, int] = field(default_factory=dict)
+    """Traces not scored because some of their spans never arrived, by reason (`trace_gap`)."""
+
+    @property
+    def incomplete_traces(self) -> int:
+        """Traces not scored because they were incomplete."""
+        return sum(self.incomplete.values())
 
 
 class _Recent:
@@ -103,8 +121,86 @@ def _is_result_event(record: LogRecordData) -> bool:
     return record.event_name == semconv.GEN_AI_EVALUATION_RESULT_EVENT
 
 
+def split_evaluations(spans: list[SpanRecord]) -> tuple[list[SpanRecord], set[str]]:
+    """The spans without evaluation carrier spans, and the ids of those left out."""
+    if not any(_is_evaluation(span) for span in spans):
+        return spans, set()
+    kept = [span for span in spans if not _is_evaluation(span)]
+    return kept, {span.span_id for span in spans if _is_evaluation(span)}
+
+
 DEFAULT_WINDOW: Final = WindowOptions()
 """The reassembly window used unless one is given."""
+
+
+def trace_turns(
+    spans: list[SpanRecord],
+    counts: TurnCounts,
+    *,
+    expected: ExpectedAnswers | None = None,
+    skip: Collection[tuple[str, str]] = (),
+    absent: Collection[str] = (),
+    logs: Sequence[LogRecordData] = (),
+    seen_turns: _Recent | None = None,
+) -> Iterator[RagTurn]:
+    """The turns of one trace, counted: none when it is incomplete (counted by reason), a turn
+    produced before (`seen_turns`) dropped as a duplicate, resumed ones skipped, gold attached."""
+    counts.traces += 1
+    gap = trace_gap(spans, absent)
+    if gap is not None:
+        counts.incomplete[gap] = counts.incomplete.get(gap, 0) + 1
+        return
+    turns = turns_from_spans(spans, logs=logs)
+    if not turns:
+        counts.no_turn.add(spans)
+    for turn in turns:
+        key = (turn.trace_id, turn.span_id)
+        known = seen_turns is not None and turn.trace_id and turn.span_id
+        if known and not seen_turns.first_time(key):  # type: ignore[union-attr]
+            counts.duplicate_turns += 1
+            continue
+        counts.turns += 1
+        if skip and (turn.trace_id or "", turn.span_id or "") in skip:
+            counts.resumed += 1
+            continue
+        yield expected.attach(turn) if expected is not None else turn
+
+
+_REMEMBERED_EVALUATIONS: Final = 100_000
+"""How many left-out evaluation span ids the window path remembers (their children are no gap)."""
+
+
+class _Intake:
+    """What both paths do to each record before grouping: drop spans read before (counted),
+    count earlier results that came as log records, hold message-content events per trace."""
+
+    def __init__(self, counts: TurnCounts, window: WindowOptions) -> None:
+        self.counts = counts
+        self.max_traces = window.max_traces
+        self.seen_spans = _Recent(window.remember_spans)
+        self.seen_turns = _Recent(window.remember_turns)
+        self.held_logs: dict[str, list[LogRecordData]] = {}
+
+    def spans(self, batch: SpanBatch) -> list[SpanRecord]:
+        """The batch's spans not read before; its log records counted or held."""
+        counts = self.counts
+        if batch.logs:
+            counts.evaluation_logs += sum(map(_is_result_event, batch.logs))
+            for log in batch.logs:
+                if has_content(log):
+                    self.held_logs.setdefault(log.trace_id or "", []).append(log)
+                    while len(self.held_logs) > self.max_traces:
+                        del self.held_logs[next(iter(self.held_logs))]
+        seen = self.seen_spans
+        spans = [s for s in batch.spans if seen.first_time((s.trace_id, s.span_id))]
+        counts.duplicate_spans += len(batch.spans) - len(spans)
+        return spans
+
+    def logs_of(self, spans: list[SpanRecord]) -> list[LogRecordData]:
+        """The held message-content events of this trace (released)."""
+        if not self.held_logs or not spans:
+            return []
+        return self.held_logs.pop(spans[0].trace_id, [])
 
 
 def iter_turns(
@@ -116,51 +212,49 @@ def iter_turns(
     window: WindowOptions = DEFAULT_WINDOW,
     expected: ExpectedAnswers | None = None,
     skip: Collection[tuple[str, str]] = (),
+    whole: bool = False,
+    on_read: Callable[[], bool] | None = None,
     batches: Iterable[SpanBatch] | None = None,
 ) -> Iterator[RagTurn]:
-    """Every turn in the files (or in `batches`, read instead), in the order traces complete."""
+    """Every turn in the files (or in `batches`, read instead): as traces complete in the
+    window, or (`whole`) by `order_key` after grouping every span by trace.
+
+    `on_read` is called after each record while `whole` grouping reads (no turn comes out until
+    every file is read); when it returns True, reading stops and no turn is given.
+    """
+    intake = _Intake(counts, window)
+    paths = list(paths)
+    source = read_spans(paths, problems, fmt=fmt) if batches is None else batches
+    if whole:
+        yield from _grouped_turns(
+            paths, source, intake, expected=expected, skip=skip, on_read=on_read
+        )
+        return
     traces = TraceWindow(
         grace=window.grace, max_spans=window.max_spans, max_traces=window.max_traces
     )
-    seen_spans = _Recent(window.remember_spans)
-    seen_turns = _Recent(window.remember_turns)
-    held_logs: dict[str, list[LogRecordData]] = {}
-    """Message-content events waiting for their trace (bounded like the traces held)."""
+    evaluations: OrderedDict[str, None] = OrderedDict()
 
-    def turns_of(spans: list[SpanRecord]) -> Iterator[RagTurn]:
-        """The turns of one complete trace, counted; resumed ones skipped, gold answers attached."""
-        counts.traces += 1
-        logs = held_logs.pop(spans[0].trace_id, ()) if held_logs and spans else ()
-        turns = turns_from_spans(spans, logs=logs)
-        if not turns:
-            counts.no_turn.add(spans)
-        for turn in turns:
-            key = (turn.trace_id, turn.span_id)
-            if turn.trace_id and turn.span_id and not seen_turns.first_time(key):
-                counts.duplicate_turns += 1
-                continue
-            counts.turns += 1
-            if skip and (turn.trace_id or "", turn.span_id or "") in skip:
-                counts.resumed += 1
-                continue
-            yield expected.attach(turn) if expected is not None else turn
+    def turns_of(trace: list[SpanRecord]) -> Iterator[RagTurn]:
+        """One complete trace's turns."""
+        return trace_turns(
+            trace,
+            counts,
+            expected=expected,
+            skip=skip,
+            absent=evaluations,
+            logs=intake.logs_of(trace),
+            seen_turns=intake.seen_turns,
+        )
 
     try:
-        source = read_spans(paths, problems, fmt=fmt) if batches is None else batches
         for batch in source:
-            if batch.logs:
-                counts.evaluation_logs += sum(map(_is_result_event, batch.logs))
-            for log in batch.logs:
-                if has_content(log):
-                    held_logs.setdefault(log.trace_id or "", []).append(log)
-                    while len(held_logs) > window.max_traces:
-                        del held_logs[next(iter(held_logs))]
-            spans = [s for s in batch.spans if seen_spans.first_time((s.trace_id, s.span_id))]
-            counts.duplicate_spans += len(batch.spans) - len(spans)
-            if any(_is_evaluation(span) for span in spans):
-                kept = [span for span in spans if not _is_evaluation(span)]
-                counts.evaluation_spans += len(spans) - len(kept)
-                spans = kept
+            spans, left_out = split_evaluations(intake.spans(batch))
+            if left_out:
+                counts.evaluation_spans += len(left_out)
+                evaluations.update(dict.fromkeys(left_out))
+                while len(evaluations) > _REMEMBERED_EVALUATIONS:
+                    evaluations.popitem(last=False)
             for trace in traces.add(spans):
                 yield from turns_of(trace)
         for trace in traces.flush():
@@ -169,3 +263,43 @@ def iter_turns(
         counts.forced_traces = traces.forced
         counts.late_spans = traces.late_spans
         counts.peak_held_spans = traces.peak_spans
+
+
+def _grouped_turns(
+    paths: Sequence[str | os.PathLike[str]],
+    source: Iterable[SpanBatch],
+    intake: _Intake,
+    *,
+    expected: ExpectedAnswers | None,
+    skip: Collection[tuple[str, str]],
+    on_read: Callable[[], bool] | None,
+) -> Iterator[RagTurn]:
+    """Read every record, group spans by trace id on disk, then assemble each trace whole."""
+    counts = intake.counts
+    sizes = [_size(path) for path in paths]
+    compressed = any(Path(path).suffix.lower() in (".gz", ".zst", ".zstd") for path in paths)
+    with SpillGrouper(partition_count(sum(sizes), compressed)) as grouper:
+        for batch in source:
+            grouper.add(intake.spans(batch))
+            if on_read is not None and on_read():
+                return
+        for trace in grouper.traces():
+            spans, left_out = split_evaluations(trace)
+            counts.evaluation_spans += len(left_out)
+            yield from trace_turns(
+                spans,
+                counts,
+                expected=expected,
+                skip=skip,
+                absent=left_out,
+                logs=intake.logs_of(spans),
+                seen_turns=intake.seen_turns,
+            )
+
+
+def _size(path: str | os.PathLike[str]) -> int:
+    """The file's size on disk, 0 when it cannot be read (the reader reports it)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

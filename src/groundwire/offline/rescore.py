@@ -37,6 +37,7 @@ from groundwire._evaluate import EvaluatorSpec
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn
 from groundwire.offline._export import ExportReport, OtlpExport
+from groundwire.offline._inputs import expand_inputs
 from groundwire.offline._pipeline import DEFAULT_WINDOW, TurnCounts, WindowOptions, iter_turns
 from groundwire.offline._results import TurnResult
 from groundwire.offline._resume import resume_state
@@ -195,6 +196,12 @@ class RescoreSummary:
             out.append(
                 f"left out {c.evaluation_spans} evaluation spans and {c.evaluation_logs} "
                 "evaluation result log records of earlier scoring"
+            )
+        if c.incomplete:
+            reasons = ", ".join(f"{n} {why}" for why, n in sorted(c.incomplete.items()))
+            out.append(
+                f"{c.incomplete_traces} traces incomplete, not scored ({reasons}): "
+                "some of their spans never arrived (give every file of the time window)"
             )
         if self.expected_matched:
             out.append(f"gold answers attached to {self.expected_matched} turns")
@@ -376,6 +383,7 @@ def rescore(
     ray_address: str | None = None,
     source: SpanSource | None = None,
     on_results: ResultsHook | None = None,
+    glob: str | None = None,
 ) -> RescoreSummary:
     """Re-score the RAG turns recorded in `paths` and write them to `out` (by its extension).
 
@@ -384,6 +392,9 @@ def rescore(
     `BadRecordError` when `strict`. `export_otlp` is True (standard OTLP variables) or an
     endpoint. A first Ctrl-C stops after the chunks in flight, leaving `out` valid. `source`
     gives the span batches instead of `paths` (local engine); `on_results` sees every chunk.
+    A folder in `paths` gives its trace files (recursively, sorted by name; `glob` narrows).
+    With several files, or on Ray, traces are grouped whole by trace id before scoring and
+    results come in `order_key` order; one file on the local engine streams in input order.
     """
     started = time.perf_counter()
     path_list = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
@@ -391,9 +402,7 @@ def rescore(
         raise ValueError("a span source is read instead of files, on the local engine only")
     if not path_list and source is None:
         raise ValueError("rescore needs at least one trace file")
-    missing = [os.fspath(p) for p in path_list if not Path(p).is_file()]
-    if missing:
-        raise FileNotFoundError(f"not a trace file (missing, or a folder): {', '.join(missing)}")
+    path_list = list(expand_inputs(path_list, glob=glob, on_problem=on_problem or _print_notice))
     if engine not in ("local", "ray"):
         raise ValueError(f"engine must be 'local' or 'ray', got {engine!r}")
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
@@ -449,6 +458,7 @@ def rescore(
     writer: ResultWriter | None = None
     target = OutputTarget(out_path, append=resume) if out_path is not None else None
     failed = True
+    read_stopped = [False]  # a stop came while whole-trace grouping was still reading
     try:
         if target is not None:
             try:
@@ -461,6 +471,19 @@ def rescore(
             if target.replaced_leftover:
                 notice(f"replaced {target.partial}, left by an earlier run that did not finish")
         spec: Any = evaluators if workers > 1 or engine == "ray" else resolved
+        last_report = [0.0]
+
+        def on_read() -> bool:
+            """Report progress while whole-trace grouping reads (at most 5 times a second);
+            True (stop reading) once a stop was asked for."""
+            now = time.perf_counter()
+            if progress is not None and now - last_report[0] >= 0.2:
+                last_report[0] = now
+                summary.elapsed_s = now - started
+                progress(summary)
+            read_stopped[0] = stop.is_set()
+            return read_stopped[0]
+
         with _SigintHandler(stop):
             if engine == "ray":
                 from groundwire.offline.ray_engine import score_with_ray
@@ -471,7 +494,6 @@ def rescore(
                     summary,
                     fmt=fmt,
                     strict=strict,
-                    window=window,
                     expected=gold,
                     skip=skip,
                     concurrency=concurrency,
@@ -490,6 +512,8 @@ def rescore(
                     expected=gold,
                     skip=skip,
                     batches=None if source is None else source(problems),
+                    whole=len(path_list) > 1,
+                    on_read=on_read,
                 )
                 batches = _score_local(
                     _chunks(turns, chunk_size, stop), spec, workers, concurrency, stop
@@ -507,7 +531,7 @@ def rescore(
         failed = False
         raise
     finally:
-        summary.interrupted = stop.is_set() and not stop.input_exhausted
+        summary.interrupted = stop.is_set() and (not stop.input_exhausted or read_stopped[0])
         if gold is not None and engine == "local":
             summary.expected_matched = gold.matched
         try:
