@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +33,9 @@ def free_port() -> int:
 
 def _bin(name: str) -> str:
     """An executable of the venv that runs the tests (`ray`, `groundwire`)."""
+    beside = Path(sys.executable).with_name(name)  # `make test` runs .venv/bin/python directly
+    if beside.is_file():
+        return str(beside)
     candidate = Path(os.environ.get("VIRTUAL_ENV", "")) / "bin" / name
     found = shutil.which(name)
     return str(candidate) if candidate.is_file() else (found or name)

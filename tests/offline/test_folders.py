@@ -131,9 +131,10 @@ def test_cli_reads_a_folder_with_glob_and_reports_a_non_trace_file(
     result = CliRunner().invoke(
         app, ["rescore", str(root), "--glob", "*.json*", "-e", "quoted_spans", "-o", str(out)]
     )
-    assert result.exit_code in (0, 3), result.output
+    # The stray file is reported and skipped like a bad record: partial input, exit 3.
+    assert result.exit_code == 3, result.output
     assert "settings.json" in result.stderr and "skipped" in result.stderr
-    assert "read 4 file(s)" in result.stderr and "10 turns" in result.stderr
+    assert "read 3 file(s): 15 records (1 bad" in result.stderr and "10 turns" in result.stderr
     assert len(out.read_text().splitlines()) == len(unsplit_rows)
 
 

@@ -402,7 +402,10 @@ def rescore(
         raise ValueError("a span source is read instead of files, on the local engine only")
     if not path_list and source is None:
         raise ValueError("rescore needs at least one trace file")
-    path_list = list(expand_inputs(path_list, glob=glob, on_problem=on_problem or _print_notice))
+    if source is None:  # a span source (e.g. Phoenix) reads no files
+        path_list = list(
+            expand_inputs(path_list, glob=glob, on_problem=on_problem or _print_notice)
+        )
     if engine not in ("local", "ray"):
         raise ValueError(f"engine must be 'local' or 'ray', got {engine!r}")
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
