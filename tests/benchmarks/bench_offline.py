@@ -34,14 +34,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from groundwire import evaluate_many
 from groundwire.offline import Problems, TurnCounts, iter_turns, rescore
+from tests.benchmarks._timing import results_dir, scaled
 from tests.offline._traces import write_groundwire_jsonl
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = results_dir()
 WORK = Path(__file__).parent / "_work"
-TARGET_BYTES = int(os.environ.get("GW_BENCH_OFFLINE_MB", "250")) * 1024 * 1024
+TARGET_BYTES = int(os.environ.get("GW_BENCH_OFFLINE_MB", str(scaled(250, 2)))) * 1024 * 1024
 """Size of the generated file (GW_BENCH_OFFLINE_MB shrinks it for a quick trial run)."""
 TEMPLATE_TURNS = 40
-SLICE_LINES = 6_000
+SLICE_LINES = scaled(6_000, 200)
 HEAVY_LINES = 12
 HEAVY = {"quote_verification": {}}
 """quote_verification with its default sentence embedder: CPU-heavy per turn."""
@@ -243,7 +244,7 @@ ROTATED_PARTS = 8
 """The file is cut into this many rotated parts (at line boundaries, traces straddling them)."""
 ENGINE_FRACTION = 4
 """The engine comparison runs on the first 1/ENGINE_FRACTION of the file (N runs each)."""
-RUNS = 3
+RUNS = scaled(3, 1)
 GROUPING_RUNS = 1
 """Runs of the grouping-cost steps over the whole file (each takes tens of seconds here)."""
 ENGINE_CONFIGS = (("local", 1), ("local", 2), ("ray", 1), ("ray", 2))
@@ -407,7 +408,7 @@ def main() -> None:
         kept = json.loads(previous.read_text(encoding="utf-8")).get("rotated")
         if kept is not None:
             data["rotated"] = kept
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "offline.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (RESULTS / "offline.md").write_text(_markdown(data), encoding="utf-8")
 
