@@ -476,6 +476,26 @@ def _providers(
     return handles
 
 
+def _phoenix_annotations(url: str | None, tracer_provider: Any) -> list[ProviderHandle]:
+    """With a Phoenix URL, a `PhoenixAnnotationProcessor` on the provider (it posts every score
+    of the evaluation spans as a span annotation) and its handle; nothing otherwise."""
+    if url is None:
+        return []
+    from groundwire.phoenix import PhoenixAnnotationProcessor
+
+    annotator = PhoenixAnnotationProcessor(url)
+    tracer_provider.add_span_processor(annotator)
+
+    def close(seconds: float) -> None:
+        """Post what is queued, then stop (the provider may be the app's, still running)."""
+        annotator.force_flush(_millis(seconds))
+        annotator.shutdown()
+
+    return [
+        ProviderHandle("Phoenix annotations", lambda s: annotator.force_flush(_millis(s)), close)
+    ]
+
+
 def _logger_handles(logger_provider: Any, owns: bool) -> list[ProviderHandle]:
     """The logger provider's handle: ours is shut (after the processor has emitted the inline
     scores' records), the app's only flushed. `LoggerProvider.shutdown` takes no timeout, so
@@ -530,6 +550,7 @@ def configure(
     prometheus_host: str | None = None,
     instrument: bool | Sequence[str] | None = None,
     events: str | None = None,
+    phoenix_annotations: str | None = None,
     tracer_provider: Any = None,
     meter_provider: Any = None,
     logger_provider: Any = None,
@@ -577,6 +598,9 @@ def configure(
                 meter_provider=meter_provider,
                 logger_provider=logger_provider,
                 events=events,
+                phoenix_annotations=_pick(
+                    phoenix_annotations, env_str(semconv.ENV_PHOENIX_ANNOTATIONS), None
+                ),
                 shutdown_timeout_s=shutdown_timeout_s,
                 exit_timeout_s=exit_timeout_s,
             )
@@ -637,6 +661,7 @@ def _configure_from(
     meter_provider: Any,
     logger_provider: Any,
     events: str | None,
+    phoenix_annotations: str | None,
     shutdown_timeout_s: float,
     exit_timeout_s: float | None,
 ) -> OnlineEvaluation:
@@ -682,6 +707,7 @@ def _configure_from(
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
         logger_provider=logger_provider,
+        phoenix_annotations=phoenix_annotations,
         shutdown_timeout_s=_seconds("shutdown_timeout_s", shutdown_timeout_s),
         exit_timeout_s=_seconds(
             f"exit_timeout_s ({semconv.ENV_EXIT_TIMEOUT})",
@@ -717,6 +743,7 @@ def _configure(
     tracer_provider: Any,
     meter_provider: Any,
     logger_provider: Any,
+    phoenix_annotations: str | None,
     shutdown_timeout_s: float,
     exit_timeout_s: float,
 ) -> OnlineEvaluation:
@@ -757,6 +784,14 @@ def _configure(
         raise ValueError(
             f"prometheus_host ({semconv.ENV_PROMETHEUS_HOST}) must be a host name or address, "
             f"got {prometheus_host!r}"
+        )
+    if phoenix_annotations is not None and (
+        not isinstance(phoenix_annotations, str)
+        or not phoenix_annotations.startswith(("http://", "https://"))
+    ):
+        raise ValueError(
+            f"phoenix_annotations ({semconv.ENV_PHOENIX_ANNOTATIONS}) must be Phoenix's base URL, "
+            f"http(s)://host:port, got {phoenix_annotations!r}"
         )
     choice = choose_exporter(exporter, output_path)
     planned = _plan_instruments(instrument)
@@ -814,6 +849,7 @@ def _configure(
     logger.debug("groundwire: evaluators warmed up in %.2f s", warm_s)
     processor = EvaluationSpanProcessor(runner, emitter, shutdown_timeout_s=shutdown_timeout_s)
     tracer_provider.add_span_processor(processor)
+    annotations = _phoenix_annotations(phoenix_annotations, tracer_provider)
     LIVE_CONTENT.enabled = True
     instrumented = _instrument(planned, tracer_provider, meter_provider)
     owns_any = owns_tracer or owns_meter or owns_logger
@@ -848,7 +884,8 @@ def _configure(
         providers=_providers(
             tracer_provider, owns_tracer, meter_provider, owns_meter, push_reader, prometheus_server
         )
-        + _logger_handles(logger_provider, owns_logger),
+        + _logger_handles(logger_provider, owns_logger)
+        + annotations,
         guards=guards,
         exporter=described,
         _instrumentors=instrumented,
