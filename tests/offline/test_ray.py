@@ -68,3 +68,20 @@ def test_resume_expected_and_incomplete_traces_work_alike_on_ray(
     assert (on_ray.turns_scored, on_ray.counts.resumed) == (3, 2)
     assert on_ray.counts.incomplete == local.counts.incomplete == {ROOT_MISSING: 1}
     assert (local.expected_matched, on_ray.expected_matched) == (5, 3), "resumed: not joined"
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_spans_exported_twice_across_files_give_one_turn_on_both_engines(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """The same spans in two files (a Collector retry): one turn each, the copies counted, the
+    same rows on Ray as locally."""
+    spans = record_turns(4)
+    first = write_groundwire_jsonl(spans, tmp_path / "a.jsonl", batch=3)
+    again = write_groundwire_jsonl(spans, tmp_path / "b.jsonl", batch=3)
+    local = rescore([first, again], ["quoted_spans"], tmp_path / "local.jsonl")
+    on_ray = rescore([first, again], ["quoted_spans"], tmp_path / "ray.jsonl", engine="ray")
+    for run in (local, on_ray):
+        assert run.turns_scored == 4
+        assert run.counts.duplicate_spans == len(spans)
+    assert (tmp_path / "ray.jsonl").read_text() == (tmp_path / "local.jsonl").read_text()

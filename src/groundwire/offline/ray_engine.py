@@ -132,8 +132,13 @@ def _assemble_group(
             "kind": ["stats"] * len(group["data"]),
             "payload": [d.decode() for d in group["data"]],
         }
-    spans, left_out = split_evaluations(merge_fragments(decode_fragment(d) for d in group["data"]))
-    counts = TurnCounts(evaluation_spans=len(left_out))
+    fragments = [decode_fragment(d) for d in group["data"]]
+    merged = merge_fragments(fragments)  # a span read twice (Collector retry) is kept once
+    spans, left_out = split_evaluations(merged)
+    counts = TurnCounts(
+        evaluation_spans=len(left_out),
+        duplicate_spans=sum(map(len, fragments)) - len(merged),
+    )
     matched_before = expected.matched if expected is not None else 0
     turns = list(trace_turns(spans, counts, expected=expected, skip=skip, absent=left_out))
     payload = {
