@@ -65,7 +65,8 @@ def test_bad_values_name_their_key_and_source(
     with pytest.raises(ConfigError) as caught:
         load_config(path=file, environ=env)
     assert message in str(caught.value)
-    assert "42" not in str(caught.value)  # a secret's value is never echoed
+    # a secret's value is never echoed (the temp path, which may hold digits, aside)
+    assert "42" not in str(caught.value).replace(str(tmp_path), "")
 
 
 def test_cli_reports_a_bad_option_with_exit_code_2_and_no_traceback(tmp_path: Path) -> None:
