@@ -136,7 +136,9 @@ def test_rate_limits_retries_and_api_key(
     assert run.summary.turns_scored == 3 and run.summary.read.spans == spans
     assert client.retried == 2 and client.requests == pages + 2
     gaps = [b - a for a, b in itertools.pairwise(proxy.arrivals)]
-    assert len(gaps) == pages + 1 and min(gaps) >= 0.29
+    # Spacing is kept by the client; arrival gaps seen at the proxy jitter by a few ms either way
+    # (without spacing they are ~1 ms, so a quarter of a second still pins the promise).
+    assert len(gaps) == pages + 1 and min(gaps) >= 0.25
     assert proxy.authorization == ["Bearer k-123"] * (pages + 2)
 
 
