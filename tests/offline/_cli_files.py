@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.offline._traces import DOCS, KIND, answer_for, write_groundwire_jsonl
+from tests.offline._traces import answer_for, record_turn, write_groundwire_jsonl
 
 
 def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
@@ -27,22 +27,7 @@ def turns_with_queries(queries: Sequence[str]) -> list[ReadableSpan]:
     tracer = provider.get_tracer("tests.cli")
     for index, query in enumerate(queries):
         answer = answer_for(index)
-        with tracer.start_as_current_span(
-            "rag", attributes={KIND: "CHAIN", "input.value": query, "output.value": answer}
-        ):
-            documents = {
-                f"retrieval.documents.{i}.document.{field}": value
-                for i, doc in enumerate(DOCS)
-                for field, value in (("content", doc), ("id", f"doc-{i}"))
-            }
-            with tracer.start_as_current_span(
-                "retrieve", attributes={KIND: "RETRIEVER", "input.value": query, **documents}
-            ):
-                pass
-            with tracer.start_as_current_span(
-                "llm", attributes={KIND: "LLM", "llm.model_name": "m", "output.value": answer}
-            ):
-                pass
+        record_turn(tracer, query, answer)
     provider.shutdown()
     return list(exporter.get_finished_spans())
 

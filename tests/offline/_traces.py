@@ -22,6 +22,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
 
 from groundwire.exporters import JsonLinesSpanExporter
 
@@ -39,6 +40,26 @@ def answer_for(index: int) -> str:
     return f'It says "the Eiffel Tower is 500 metres wide" (turn {index}).'
 
 
+def record_turn(tracer: Tracer, query: str, answer: str) -> None:
+    """One RAG turn as OpenInference spans: chain > retriever (DOCS) + LLM."""
+    with tracer.start_as_current_span(
+        "rag", attributes={KIND: "CHAIN", "input.value": query, "output.value": answer}
+    ):
+        documents = {
+            f"retrieval.documents.{i}.document.{field}": value
+            for i, doc in enumerate(DOCS)
+            for field, value in (("content", doc), ("id", f"doc-{i}"))
+        }
+        with tracer.start_as_current_span(
+            "retrieve", attributes={KIND: "RETRIEVER", "input.value": query, **documents}
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "llm", attributes={KIND: "LLM", "llm.model_name": "m", "output.value": answer}
+        ):
+            pass
+
+
 def record_turns(count: int, service: str = "rag-app") -> list[ReadableSpan]:
     """`count` RAG turns (chain > retriever + LLM), each its own trace, as finished SDK spans."""
     exporter = InMemorySpanExporter()
@@ -48,22 +69,7 @@ def record_turns(count: int, service: str = "rag-app") -> list[ReadableSpan]:
     for index in range(count):
         query = f"How tall is the Eiffel Tower? ({index})"
         answer = answer_for(index)
-        with tracer.start_as_current_span(
-            "rag", attributes={KIND: "CHAIN", "input.value": query, "output.value": answer}
-        ):
-            documents = {
-                f"retrieval.documents.{i}.document.{field}": value
-                for i, doc in enumerate(DOCS)
-                for field, value in (("content", doc), ("id", f"doc-{i}"))
-            }
-            with tracer.start_as_current_span(
-                "retrieve", attributes={KIND: "RETRIEVER", "input.value": query, **documents}
-            ):
-                pass
-            with tracer.start_as_current_span(
-                "llm", attributes={KIND: "LLM", "llm.model_name": "m", "output.value": answer}
-            ):
-                pass
+        record_turn(tracer, query, answer)
     provider.shutdown()
     return list(exporter.get_finished_spans())
 
