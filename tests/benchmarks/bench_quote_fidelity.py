@@ -44,6 +44,7 @@ from typing import Any
 
 from groundwire.evaluators.quote_verification import QuoteMatch, verify_quotes
 from tests.benchmarks._timing import results_dir, scaled
+from tests.benchmarks.bench_quote_verification import _typos
 
 RESULTS = results_dir()
 LICENSES = Path("/usr/share/common-licenses")
@@ -123,27 +124,6 @@ def _cut(rng: random.Random, text: str) -> str:
         quote = " ".join(text[start:end].split()).strip(".,;:()\"'")
         if sum(c.isalpha() for c in quote) > 0.6 * len(quote):
             return quote
-
-
-def _typos(rng: random.Random, text: str) -> str:
-    """The text with one random letter edit per ~60 characters (letters only)."""
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    chars = list(text)
-    for _ in range(max(1, round(len(text) / 60))):
-        positions = [i for i, c in enumerate(chars) if c.isalpha()]
-        i = rng.choice(positions[1:-1])
-        op = rng.choice(("sub", "del", "ins", "swap"))
-        if op == "sub":
-            chars[i] = rng.choice([c for c in letters if c != chars[i].lower()])
-        elif op == "del":
-            del chars[i]
-        elif op == "ins":
-            chars.insert(i, rng.choice(letters))
-        elif chars[i + 1].isalpha() and chars[i + 1] != chars[i]:
-            chars[i], chars[i + 1] = chars[i + 1], chars[i]
-        else:
-            chars[i] = rng.choice([c for c in letters if c != chars[i].lower()])
-    return "".join(chars)
 
 
 def _replace_word(
