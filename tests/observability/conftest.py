@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,23 @@ def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
         else:
             found.append(item)
     return found
+
+
+def npm_modules(
+    tmp_path_factory: pytest.TempPathFactory, name: str, packages: Sequence[str], why: str
+) -> Path:
+    """`packages` installed from npm into a fresh temporary folder: its `node_modules`.
+
+    Skips (a failure with CI=true, see tests/conftest.py) when node or npm is missing."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip(f"node and npm are needed to {why}")
+    prefix = tmp_path_factory.mktemp(name)
+    done = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *packages],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"npm install failed:\n{done.stderr[-3000:]}"
+    return prefix / "node_modules"

@@ -12,7 +12,6 @@ back through groundwire's own Jaeger reader, which must rebuild the same turn.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from groundwire.evaluators.quote_verification import QuoteVerification
 from groundwire.evaluators.quoted_spans import QuotedSpans
 from groundwire.offline.readers import spans_from_jaeger_trace
 from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor, RunnerConfig
+from tests.observability.conftest import npm_modules
 from tests.observability.metrics_app import BAD, DOCUMENTS, GOOD, SERVICE, Flaky, record_turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -46,18 +46,9 @@ _TAG_TYPES = {"STRING": "string", "DOUBLE": "float64", "BOOL": "bool", "LONG": "
 @pytest.fixture(scope="session")
 def node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """OpenTelemetry JS's Jaeger exporter installed from npm into a temporary folder."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed to run OpenTelemetry JS's Jaeger transform")
-    prefix = tmp_path_factory.mktemp("jaeger-npm")
-    done = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *NPM_PACKAGES],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    return npm_modules(
+        tmp_path_factory, "jaeger-npm", NPM_PACKAGES, "run OpenTelemetry JS's Jaeger transform"
     )
-    assert done.returncode == 0, f"npm install failed:\n{done.stderr[-3000:]}"
-    return prefix / "node_modules"
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,13 @@ does, must parse without an error node and have the stages it is meant to have.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.observability.conftest import load_dashboard, panels
+from tests.observability.conftest import load_dashboard, npm_modules, panels
 
 pytestmark = pytest.mark.slow
 """Slow: the npm install runs once per session."""
@@ -29,18 +28,7 @@ VARIABLES = {"$service": "(library-bot|support-bot)", "$evaluator": ".*", "$thre
 @pytest.fixture(scope="session")
 def logql_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Grafana's LogQL grammar installed from npm into a temporary folder."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed to run Grafana's LogQL grammar")
-    prefix = tmp_path_factory.mktemp("logql-npm")
-    done = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *NPM_PACKAGES],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, f"npm install failed:\n{done.stderr[-3000:]}"
-    return prefix / "node_modules"
+    return npm_modules(tmp_path_factory, "logql-npm", NPM_PACKAGES, "run Grafana's LogQL grammar")
 
 
 def _parse(modules: Path, exprs: dict[str, str]) -> dict[str, Any]:
