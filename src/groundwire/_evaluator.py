@@ -12,12 +12,13 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Final, Protocol, TypeAlias, runtime_checkable
 
 from groundwire import semconv
 from groundwire._types import RagTurn, Score
 
 __all__ = [
+    "JUDGE_UNREACHABLE",
     "AnyEvaluator",
     "AsyncEvaluator",
     "EvaluationOutcome",
@@ -75,6 +76,11 @@ class EvaluationOutcome:
     score: Score
     duration_s: float
     raised: bool
+
+
+JUDGE_UNREACHABLE: Final = "judge_unreachable"
+"""The skip reason (`Score.details["skip_reason"]`) of evaluations a judge's open breaker skipped;
+`--resume` scores such turns again (the judge may be back)."""
 
 
 class SkipEvaluation(Exception):  # noqa: N818 - a signal, like StopIteration, not an error

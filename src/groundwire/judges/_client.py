@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from groundwire._breaker import CLOSED, HALF_OPEN, CircuitBreaker
-from groundwire._evaluator import SkipEvaluation
+from groundwire._evaluator import JUDGE_UNREACHABLE, SkipEvaluation
 from groundwire.judges._cache import DiskCache, MemoryCache, ResponseCache, cache_key
 from groundwire.judges._config import JudgeConfig
 from groundwire.judges._retry import (
@@ -55,8 +55,6 @@ BREAKER_THRESHOLD = 5
 BREAKER_COOLDOWN_S = 30.0
 """Seconds the client stops calling an unreachable judge before probing it again."""
 _PROBE_POLL_S = 0.02
-JUDGE_UNREACHABLE = "judge_unreachable"
-"""The skip reason (`Score.details["skip_reason"]`) of evaluations the open breaker skipped."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,10 @@ without its file footer. `resume_state` finds the last complete record of each f
 what it dropped, cuts it off (so it is never parsed as a result and the next append starts on a
 record boundary) and returns the keys of the complete ones. Both engines (local and Ray) resume
 through it: whatever wrote OUT, only whole records count.
+
+A turn whose evaluation was skipped because the judge could not be reached (`skip_reason`
+`judge_unreachable`) is not done: its record is taken out of OUT (the file is rewritten without
+it, then moved into place) and the turn is scored again, so OUT never holds a turn twice.
 """
 
 from __future__ import annotations
@@ -13,15 +17,20 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+from groundwire._evaluator import JUDGE_UNREACHABLE
 from groundwire.offline.writers import APPENDABLE_SUFFIXES, csv_header, output_suffix
+from groundwire.offline.writers._lines import CSV_LINE_END
 from groundwire.offline.writers._target import partial_path
 
-__all__ = ["ResumeError", "ResumeState", "done_keys", "resume_state"]
+__all__ = ["RESCORED_SKIP_REASONS", "ResumeError", "ResumeState", "done_keys", "resume_state"]
+
+RESCORED_SKIP_REASONS: Final = frozenset({JUDGE_UNREACHABLE})
+"""Skip reasons whose turns `--resume` scores again: the cause (a judge down) may have passed."""
 
 _SCAN: Final = 1 << 20
 """Bytes read at a time while scanning a CSV file for record boundaries."""
@@ -42,13 +51,56 @@ class ResumeState:
     rows: int = 0
     """Complete records found."""
     notes: list[str] = field(default_factory=list)
-    """One line per repair: a torn record dropped, a partial file adopted."""
+    """One line per repair: a torn record dropped, a partial file adopted, turns to retry."""
+    rescored: int = 0
+    """Records taken out of OUT to be scored again (an evaluation skipped: judge unreachable)."""
 
 
 def _shown(data: bytes) -> str:
     """The start of a dropped record, for the report."""
     text = data.decode("utf-8", errors="replace").replace("\n", "\\n")
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+def _skipped_for_retry(details: object) -> bool:
+    """True when a record's details (evaluator -> entry) hold an evaluation worth another try."""
+    if not isinstance(details, dict):
+        return False
+    for entry in details.values():
+        inner = entry.get("details") if isinstance(entry, dict) else None
+        if isinstance(inner, dict) and inner.get("skip_reason") in RESCORED_SKIP_REASONS:
+            return True
+    return False
+
+
+def _details_text_skipped(text: str | None) -> bool:
+    """`_skipped_for_retry` for a details cell stored as JSON text (.csv, .parquet)."""
+    if not text or not any(reason in text for reason in RESCORED_SKIP_REASONS):
+        return False  # the common case costs a substring search, not a JSON parse
+    try:
+        return _skipped_for_retry(json.loads(text))
+    except ValueError:
+        return False
+
+
+def _replace_with(path: Path, write: Callable[[Path], None]) -> None:
+    """Rewrite `path` through a temporary file beside it, moved into place only when whole.
+
+    A run killed during the rewrite leaves `path` as it was (and a stray temporary file that the
+    next rewrite overwrites), never a half-written OUT.
+    """
+    temporary = path.with_name(f".{path.name}.resume-tmp")
+    write(temporary)
+    os.replace(temporary, path)
+
+
+def _note_rescored(path: Path, count: int, state: ResumeState) -> None:
+    """Report the turns taken out of `path` to be scored again."""
+    state.rescored += count
+    state.notes.append(
+        f"{path}: {count} turn{'s' if count != 1 else ''} with evaluations skipped as "
+        f"{'/'.join(sorted(RESCORED_SKIP_REASONS))} taken out; scoring them again"
+    )
 
 
 def _cut(path: Path, keep: int, state: ResumeState, what: str) -> None:
@@ -82,6 +134,7 @@ def _resume_jsonl(path: Path, state: ResumeState) -> None:
     end = _last_line_end(path)
     if end < path.stat().st_size:
         _cut(path, end, state, "line")
+    retried: set[int] = set()
     with path.open("rb") as file:
         for number, line in enumerate(file, start=1):
             if not line.strip():
@@ -95,8 +148,21 @@ def _resume_jsonl(path: Path, state: ResumeState) -> None:
                 ) from None
             if not all(isinstance(part, str | None) for part in key):
                 raise ResumeError(f"{path}:{number}: trace_id and span_id must be strings")
+            if _skipped_for_retry(record.get("details")):
+                retried.add(number)
+                continue
             state.keys.add((key[0] or "", key[1] or ""))
             state.rows += 1
+    if retried:
+
+        def write_kept(temporary: Path) -> None:
+            with path.open("rb") as source, temporary.open("wb") as kept:
+                for number, line in enumerate(source, start=1):
+                    if number not in retried:
+                        kept.write(line)
+
+        _replace_with(path, write_kept)
+        _note_rescored(path, len(retried), state)
 
 
 def _csv_record_end(path: Path) -> int:
@@ -142,18 +208,43 @@ def _resume_csv(path: Path, evaluators: Sequence[str] | None, state: ResumeState
             )
         if header[:2] != ["trace_id", "span_id"]:
             raise ResumeError(f"{path}:1: not a groundwire results CSV (no trace_id, span_id)")
-        for row in reader:
+        details = header.index("details") if "details" in header else None
+        retried: set[int] = set()
+        for index, row in enumerate(reader):
             if len(row) != len(header):
                 raise ResumeError(
                     f"{path}:{reader.line_num}: {len(row)} cells where the header has "
                     f"{len(header)}; cannot resume from it"
                 )
+            if details is not None and _details_text_skipped(row[details]):
+                retried.add(index)
+                continue
             state.keys.add((row[0], row[1]))
             state.rows += 1
+    if retried:
+
+        def write_kept(temporary: Path) -> None:
+            # Rows go back through the csv module with the writer's own dialect, so every kept
+            # record is written byte for byte as it was.
+            with (
+                path.open(encoding="utf-8", newline="") as source,
+                temporary.open("w", encoding="utf-8", newline="") as kept,
+            ):
+                rows = csv.reader(source)
+                out = csv.writer(kept, lineterminator=CSV_LINE_END)
+                out.writerow(next(rows))
+                out.writerows(row for index, row in enumerate(rows) if index not in retried)
+
+        _replace_with(path, write_kept)
+        _note_rescored(path, len(retried), state)
 
 
 def _parquet_keys(path: Path, evaluators: Sequence[str] | None, state: ResumeState) -> bool:
-    """Add the keys of one Parquet file; False when it is torn (no readable footer)."""
+    """Add the keys of one Parquet file; False when it is torn (no readable footer).
+
+    Rows with an evaluation skipped as unreachable are taken out of the file (rewritten without
+    them, or removed when none is left) and their turns left to be scored again.
+    """
     from groundwire.offline.writers._parquet import _pyarrow, parquet_schema
 
     pa = _pyarrow()
@@ -169,13 +260,39 @@ def _parquet_keys(path: Path, evaluators: Sequence[str] | None, state: ResumeSta
                 f"{path}: its columns ({', '.join(names)}) are not this run's "
                 f"({', '.join(wanted)}): resume with the same evaluators, or write a new output"
             )
-    for batch in parquet_file.iter_batches(columns=["trace_id", "span_id"]):
-        for trace_id, span_id in zip(
-            batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
+    has_details = "details" in parquet_file.schema_arrow.names
+    columns = ["trace_id", "span_id", "details"] if has_details else ["trace_id", "span_id"]
+    retried = 0
+    for batch in parquet_file.iter_batches(columns=columns):
+        details = batch.column(2).to_pylist() if has_details else [None] * batch.num_rows
+        for trace_id, span_id, text in zip(
+            batch.column(0).to_pylist(), batch.column(1).to_pylist(), details, strict=True
         ):
+            if _details_text_skipped(text):
+                retried += 1
+                continue
             state.keys.add((trace_id or "", span_id or ""))
             state.rows += 1
+    if retried:
+        _drop_parquet_retried(path, parquet_file)
+        _note_rescored(path, retried, state)
     return True
+
+
+def _drop_parquet_retried(path: Path, parquet_file: Any) -> None:
+    """Rewrite a Parquet file without its rows to be scored again, one row group at a time."""
+    from groundwire.offline.writers._parquet import _pyarrow
+
+    pa = _pyarrow()
+
+    def write_kept(temporary: Path) -> None:
+        with pa.parquet.ParquetWriter(temporary, parquet_file.schema_arrow) as kept:
+            for group in range(parquet_file.num_row_groups):
+                table = parquet_file.read_row_group(group)
+                mask = [not _details_text_skipped(text) for text in table["details"].to_pylist()]
+                kept.write_table(table.filter(pa.array(mask, type=pa.bool_())))
+
+    _replace_with(path, write_kept)
 
 
 def _resume_parquet(path: Path, evaluators: Sequence[str] | None, state: ResumeState) -> None:

@@ -34,6 +34,7 @@ from typing import Any, Final, Literal
 
 from groundwire import semconv
 from groundwire._evaluate import EvaluatorSpec
+from groundwire._evaluator import JUDGE_UNREACHABLE
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn
 from groundwire.offline._export import ExportReport, OtlpExport
@@ -205,12 +206,13 @@ class RescoreSummary:
             )
         if self.expected_matched:
             out.append(f"gold answers attached to {self.expected_matched} turns")
-        unreachable = sum(t.skip_reasons.get("judge_unreachable", 0) for t in self.tallies.values())
+        unreachable = sum(t.skip_reasons.get(JUDGE_UNREACHABLE, 0) for t in self.tallies.values())
         if unreachable:
             out.append(
                 f"{unreachable} evaluations skipped (judge_unreachable): the judge could not be "
                 "reached (refused, DNS, TLS or timeout), so the client stopped calling it for a "
-                "cool-down instead of retrying every turn"
+                "cool-down instead of retrying every turn; once it is back, run again with "
+                "--resume to score just those turns"
             )
         if self.export is not None:
             out.extend(self.export.lines())

@@ -10,12 +10,12 @@ import csv
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 from groundwire.offline._results import TurnResult, dumps_strict
 from groundwire.offline.writers._cells import neutralise
 
-__all__ = ["CsvWriter", "JsonLinesWriter", "csv_header", "details_json"]
+__all__ = ["CSV_LINE_END", "CsvWriter", "JsonLinesWriter", "csv_header", "details_json"]
 
 
 class _LineFile:
@@ -75,6 +75,10 @@ class JsonLinesWriter:
         self._out.close(interrupted=interrupted)
 
 
+CSV_LINE_END: Final = "\r\n"
+"""Record terminator of the .csv output (RFC 4180; the csv module then quotes a lone CR too)."""
+
+
 def csv_header(evaluators: Sequence[str]) -> list[str]:
     """The CSV columns: ids, query, one value and one label column per evaluator, details."""
     columns = ["trace_id", "span_id", "query"]
@@ -95,7 +99,7 @@ class CsvWriter:
         self._evaluators = list(evaluators)
         self._out = _LineFile(path, append=append)
         self._buffer = io.StringIO()
-        self._csv = csv.writer(self._buffer, lineterminator="\r\n")  # RFC 4180; quotes a lone CR
+        self._csv = csv.writer(self._buffer, lineterminator=CSV_LINE_END)
         if self._out.empty:
             self._row(csv_header(self._evaluators))
 
