@@ -1,6 +1,7 @@
 """`make mutation`: run mutmut on the core modules and write the kill score per module.
 
     python -m tests.mutation [--only PATTERN ...] [--children N]
+    python -m tests.mutation --render   # rewrite mutation.md from mutation.json (after a merge)
 
 Mutants are made by mutmut from `[tool.mutmut]` in pyproject.toml; each runs against the selected
 tests that reach its function. A mutant counts as killed when a test fails on it. Survivors listed
@@ -12,6 +13,7 @@ tests/benchmarks/results/mutation.md and mutation.json. Not part of the default 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import re
@@ -54,14 +56,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.mutation")
     parser.add_argument("--only", nargs="*", default=[], help="mutant name patterns (mutmut's)")
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--render", action="store_true", help="only rewrite mutation.md from mutation.json"
+    )
     args = parser.parse_args()
+    equivalent: dict[str, str] = tomllib.loads(EQUIVALENT.read_text())["equivalent"]
+    if args.render:
+        _render(_earlier_all(), equivalent)
+        return
     shutil.rmtree(ROOT / "mutants", ignore_errors=True)
     # The folder must exist before the interpreter starts, or the import system caches it as
     # missing and the tests import the unmutated package.
     (ROOT / "mutants" / "src").mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "mutants" / "src")}
     _mutmut("run", "--max-children", str(args.children), *args.only, env=env)
-    equivalent: dict[str, str] = tomllib.loads(EQUIVALENT.read_text())["equivalent"]
     tally: dict[str, Counter[str]] = defaultdict(Counter)
     survivors: dict[str, list[str]] = defaultdict(list)
     for line in _mutmut("results", "--all", "true", env=env).splitlines():
@@ -76,7 +84,16 @@ def main() -> None:
         tally[module][status] += 1
         if status not in ("killed", "not checked"):
             survivors[module].append(f"{name} ({status})")
-    _write(tally, survivors, equivalent, _earlier())
+    _render(_write(tally, survivors, _earlier()), equivalent)
+
+
+def _earlier_all() -> dict[str, dict[str, Any]]:
+    """Every module of the last results file (scored or not)."""
+    try:
+        loaded: dict[str, dict[str, Any]] = json.loads((RESULTS / "mutation.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return loaded
 
 
 def _earlier() -> dict[str, dict[str, object]]:
@@ -91,39 +108,54 @@ def _earlier() -> dict[str, dict[str, object]]:
 def _write(
     tally: dict[str, Counter[str]],
     survivors: dict[str, list[str]],
-    equivalent: dict[str, str],
     earlier: dict[str, dict[str, object]],
-) -> None:
-    """tests/benchmarks/results/mutation.md and .json from the tallies (and earlier scores)."""
-    rows, data = [], {}
+) -> dict[str, dict[str, Any]]:
+    """The results data per module from this run's tallies (and earlier scores kept)."""
+    data: dict[str, dict[str, Any]] = {}
     for module in sorted(tally):
         counts = tally[module]
-        if set(counts) <= {"not checked", "equivalent"} and module in earlier:
-            kept: dict[str, Any] = dict(earlier[module])
-            data[module] = kept
-            survivors[module] = list(kept.get("survivors", []))
-            done = int(kept.get("killed", 0))
-            total = sum(int(v) for k, v in kept.items() if k not in ("score", "survivors"))
-            rows.append(
-                f"| `{module}` | {done} | {total - done - int(kept.get('equivalent', 0))} | "
-                f"{kept.get('equivalent', 0)} | {float(kept['score']):.0%} (earlier run) | "
-                f"{'met' if float(kept['score']) >= TARGET else 'MISSED'} |"
-            )
-            continue
         if set(counts) <= {"not checked", "equivalent"}:
-            rows.append(f"| `{module}` | – | – | {counts['equivalent']} | not run | – |")
-            data[module] = {**counts, "score": None}
+            data[module] = dict(earlier[module]) if module in earlier else {**counts, "score": None}
             continue
         counted = sum(v for k, v in counts.items() if k != "equivalent")
         score = counts["killed"] / counted if counted else 1.0
-        data[module] = {**counts, "score": round(score, 4), "survivors": survivors[module]}
-        verdict = "met" if score >= TARGET else "MISSED"
-        rows.append(
-            f"| `{module}` | {counts['killed']} | {counted - counts['killed']} | "
-            f"{counts['equivalent']} | {score:.0%} | {verdict} |"
+        data[module] = {
+            **counts,
+            "score": round(score, 4),
+            "measured": datetime.date.today().isoformat(),
+            "survivors": survivors[module],
+        }
+    return data
+
+
+def _rows(data: dict[str, dict[str, Any]]) -> list[str]:
+    """One table row per module, with the day its score was measured."""
+    rows = []
+    for module, counts in sorted(data.items()):
+        equivalent = int(counts.get("equivalent", 0))
+        if counts.get("score") is None:
+            rows.append(f"| `{module}` | – | – | {equivalent} | not run | – |")
+            continue
+        score = float(counts["score"])
+        killed = int(counts.get("killed", 0))
+        counted = sum(
+            int(v)
+            for k, v in counts.items()
+            if k not in ("score", "survivors", "equivalent", "measured")
         )
+        when = f" ({counts.get('measured', 'earlier run')})"
+        rows.append(
+            f"| `{module}` | {killed} | {counted - killed} | {equivalent} | {score:.0%}{when} | "
+            f"{'met' if score >= TARGET else 'MISSED'} |"
+        )
+    return rows
+
+
+def _render(data: dict[str, dict[str, Any]], equivalent: dict[str, str]) -> None:
+    """Write tests/benchmarks/results/mutation.json and mutation.md from the per-module data."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "mutation.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    rows = _rows(data)
     lines = [
         "# Mutation testing (mutmut)",
         "",
@@ -141,7 +173,7 @@ def _write(
         "",
         "## Survivors",
         "",
-        *[f"- {s}" for module in sorted(survivors) for s in survivors[module]],
+        *[f"- {s}" for module in sorted(data) for s in data[module].get("survivors", [])],
         "",
     ]
     (RESULTS / "mutation.md").write_text("\n".join(lines))
