@@ -52,6 +52,26 @@ def _in_process_score(spans: list[dict[str, Any]]) -> float:
     return groundwire.evaluate(turn, ["quoted_spans"])["quoted_spans"].value
 
 
+def _services_with_metric(downstream: RawDownstream, name: str) -> list[str]:
+    """service.name of every resource whose metrics downstream received include `name`."""
+    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+
+    services = []
+    for body in downstream.bodies("/v1/metrics"):
+        message = metrics_service_pb2.ExportMetricsServiceRequest()
+        message.ParseFromString(body)
+        for resource_metrics in message.resource_metrics:
+            names = {
+                metric.name for scope in resource_metrics.scope_metrics for metric in scope.metrics
+            }
+            if name in names:
+                attributes = {
+                    a.key: a.value.string_value for a in resource_metrics.resource.attributes
+                }
+                services.append(attributes.get("service.name", ""))
+    return services
+
+
 def _carriers(downstream: RawDownstream) -> list[ReceivedSpan]:
     return [s for s in downstream.spans() if s.name == semconv.EVALUATION_SPAN_NAME]
 
@@ -59,21 +79,24 @@ def _carriers(downstream: RawDownstream) -> list[ReceivedSpan]:
 def test_typescript_style_traces_split_and_out_of_order_are_scored_once(
     downstream: RawDownstream, run_gateway: Callable[..., GatewayProcess]
 ) -> None:
-    """Two OTLP/JSON traces from a non-Python app (OpenInference and GenAI attributes), each
+    """Two OTLP/JSON traces from non-Python apps (OpenInference and GenAI attributes), each
     span in its own request, root before children, interleaved: one carrier span each, under
-    the root with one link to it, the in-process score on its result event; a late span is
-    counted, not scored again; every original span is forwarded."""
+    the root with one link to it, the in-process score on its result event, and the app's own
+    service.name on the carrier and the evaluation metrics; a late span is counted, not scored
+    again; every original span is forwarded."""
     gateway = run_gateway("--forward", downstream.endpoint, "-e", "quoted_spans", *_FAST, env=_ENV)
     traces = [openinference_rag_trace(), genai_rag_trace()]
+    services = ["ts-support-bot", "go-search-api"]
     expected = [_in_process_score(t) for t in traces]
     assert expected == [1.0, 1.0]
     order = [(t, s) for t in range(2) for s in (2, 0, 1)]  # root first, then the children
     random.Random(7).shuffle(order)
     for t, s in order:
-        assert _post_json(gateway.url + "/v1/traces", request([traces[t][s]])) == 200
+        body = request([traces[t][s]], service=services[t])
+        assert _post_json(gateway.url + "/v1/traces", body) == 200
     assert downstream.wait_for(lambda d: len(_carriers(d)) == 2)
     by_trace = {c.trace_id: c for c in _carriers(downstream)}
-    for trace, score in zip(traces, expected, strict=True):
+    for trace, score, service in zip(traces, expected, services, strict=True):
         root = trace[2]
         carrier = by_trace[root["traceId"]]
         assert carrier.parent_span_id == root["spanId"]
@@ -85,14 +108,17 @@ def test_typescript_style_traces_split_and_out_of_order_are_scored_once(
         assert event.name == semconv.GEN_AI_EVALUATION_RESULT_EVENT
         assert event.attributes[semconv.GEN_AI_EVALUATION_NAME] == "quoted_spans"
         assert event.attributes[semconv.GEN_AI_EVALUATION_SCORE_VALUE] == score
-        assert carrier.resource["service.name"] == "groundwire-gateway"
+        assert carrier.resource["service.name"] == service  # the app's, not the gateway's
     late = dict(traces[0][1], spanId="00000000000000aa", name="late")
     assert _post_json(gateway.url + "/v1/traces", request([late])) == 200
     assert downstream.wait_for(
         lambda d: len([s for s in d.spans() if s.name != semconv.EVALUATION_SPAN_NAME]) == 7
     )
     assert downstream.wait_for(
-        lambda d: any(b"groundwire.evaluations" in body for body in d.bodies("/v1/metrics"))
+        lambda d: set(services) <= set(_services_with_metric(d, "groundwire.evaluation.score"))
+    )
+    assert "groundwire-gateway" not in _services_with_metric(
+        downstream, "groundwire.evaluation.score"
     )
     health = gateway.wait_health(lambda h: h["counts"].get("late_spans") == 1)
     assert health["counts"]["late_spans"] == 1

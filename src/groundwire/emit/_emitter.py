@@ -57,6 +57,15 @@ class Emitter:
             versions=evaluator_versions(evaluators),
         )
 
+    def for_service(self, service: str | None) -> Emitter:
+        """The emitter for results of a turn of `service` (its `service.name`); this one.
+
+        One app's emitter serves every turn. Where turns of many apps meet (the gateway), a
+        subclass returns an emitter whose telemetry carries the app's own resource, so the
+        results show under the app in trace views and dashboards.
+        """
+        return self
+
     @property
     def span_events(self) -> bool:
         """True when results go out as span events (`span` or `both`)."""

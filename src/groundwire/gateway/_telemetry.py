@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,22 +44,56 @@ def grpc_target(forward: str) -> tuple[str, bool]:
 
 @dataclass
 class Providers:
-    """What `build_providers` made; `shutdown` flushes and closes both."""
+    """What `build_providers` made; `shutdown` flushes and closes them all.
+
+    `for_service` gives providers whose resource is an app's (`service.name`), so the results
+    of that app's turns show under the app: they share the span processor (one export queue)
+    and have a metric reader of their own (a meter provider has one resource).
+    """
 
     tracer_provider: TracerProvider
     meter_provider: MeterProvider
     prometheus: bool
     """True when a Prometheus reader feeds `/metrics`."""
+    config: GatewayConfig | None = None
+    span_processor: BatchSpanProcessor | None = None
+    services: dict[str, tuple[TracerProvider, MeterProvider]] = field(default_factory=dict)
+    """Providers made by `for_service`, by service name."""
+
+    def for_service(self, service: str) -> tuple[TracerProvider, MeterProvider]:
+        """Tracer and meter providers with `service.name=service`, exporting like ours."""
+        made = self.services.get(service)
+        if made is not None:
+            return made
+        if self.config is None or self.span_processor is None:
+            raise ValueError("these providers were built without per-service support")
+        resource = Resource.create({semconv.SERVICE_NAME: service})
+        # Not shut down on its own (that would close the shared processor): ours closes it.
+        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        tracer_provider.add_span_processor(self.span_processor)
+        reader = PeriodicExportingMetricReader(
+            _exporters(self.config, spans=False)[1],
+            export_interval_millis=self.config.metrics_interval_s * 1000,
+        )
+        meter_provider = MeterProvider(
+            resource=resource, metric_readers=[reader], views=metric_views(), shutdown_on_exit=False
+        )
+        self.services[service] = tracer_provider, meter_provider
+        return tracer_provider, meter_provider
 
     def shutdown(self, timeout_s: float) -> None:
         """Flush the last spans and metric points downstream, then close."""
+        deadline = time.monotonic() + timeout_s
         self.tracer_provider.force_flush(int(timeout_s * 1000))
         self.tracer_provider.shutdown()
-        self.meter_provider.shutdown(timeout_millis=max(1.0, timeout_s * 1000))
+        meters = [self.meter_provider, *(meter for _, meter in self.services.values())]
+        for index, meter_provider in enumerate(meters):
+            share = max(0.0, deadline - time.monotonic()) / (len(meters) - index)
+            meter_provider.shutdown(timeout_millis=max(1.0, share * 1000))
 
 
-def _exporters(config: GatewayConfig) -> tuple[Any, Any]:
-    """The OTLP span and metric exporters for the forward endpoint."""
+def _exporters(config: GatewayConfig, *, spans: bool = True) -> tuple[Any, Any]:
+    """The OTLP span (unless not `spans`: None) and metric exporters for the forward endpoint."""
     headers = dict(config.forward_headers)
     gzip = config.forward_compression == "gzip"
     if config.forward_protocol == "grpc":
@@ -87,7 +122,7 @@ def _exporters(config: GatewayConfig) -> tuple[Any, Any]:
             "timeout": config.forward_timeout_s,
             "compression": compression,
         }
-        return GrpcSpanExporter(**common), GrpcMetricExporter(**common)
+        return GrpcSpanExporter(**common) if spans else None, GrpcMetricExporter(**common)
     from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -100,7 +135,7 @@ def _exporters(config: GatewayConfig) -> tuple[Any, Any]:
         "certificate_file": config.forward_ca_file,
     }
     return (
-        OTLPSpanExporter(endpoint=base + "/v1/traces", **http_common),
+        OTLPSpanExporter(endpoint=base + "/v1/traces", **http_common) if spans else None,
         OTLPMetricExporter(endpoint=base + "/v1/metrics", **http_common),
     )
 
@@ -122,9 +157,8 @@ def build_providers(config: GatewayConfig, *, prometheus: bool = True) -> Provid
     span_exporter, metric_exporter = _exporters(config)
     tracer_provider = TracerProvider(resource=resource)
     delay = int(os.environ.get("OTEL_BSP_SCHEDULE_DELAY", "") or _SPAN_BATCH_DELAY_MS)
-    tracer_provider.add_span_processor(
-        BatchSpanProcessor(span_exporter, schedule_delay_millis=delay)
-    )
+    span_processor = BatchSpanProcessor(span_exporter, schedule_delay_millis=delay)
+    tracer_provider.add_span_processor(span_processor)
     readers: list[MetricReader] = [
         PeriodicExportingMetricReader(
             metric_exporter, export_interval_millis=config.metrics_interval_s * 1000
@@ -134,4 +168,4 @@ def build_providers(config: GatewayConfig, *, prometheus: bool = True) -> Provid
     if pull is not None:
         readers.append(pull)
     meter_provider = MeterProvider(resource=resource, metric_readers=readers, views=metric_views())
-    return Providers(tracer_provider, meter_provider, pull is not None)
+    return Providers(tracer_provider, meter_provider, pull is not None, config, span_processor)

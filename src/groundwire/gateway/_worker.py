@@ -35,9 +35,9 @@ _STOP: Final = "stop"
 def _build_scorer(config: GatewayConfig, metrics: GatewayMetrics, providers: Any) -> Any:
     """The runner, emitter and grouper behind scoring (in the child)."""
     from groundwire._registry import resolve_evaluators
-    from groundwire.emit import Emitter
     from groundwire.gateway._grouping import TraceGrouper
     from groundwire.gateway._scoring import Scorer
+    from groundwire.gateway._services import ServiceEmitter
     from groundwire.runner import BackgroundRunner, RunnerConfig
 
     names = list(config.evaluators)
@@ -51,9 +51,7 @@ def _build_scorer(config: GatewayConfig, metrics: GatewayMetrics, providers: Any
         workers=config.workers,
         evaluator_timeout_s=config.evaluator_timeout_s,
     )
-    emitter = Emitter(
-        tracer_provider=providers.tracer_provider, meter_provider=providers.meter_provider
-    )
+    emitter = ServiceEmitter(providers)  # each app's results under its own service.name
     grouper = TraceGrouper(
         quiet_period_s=config.quiet_period_s,
         max_wait_s=config.max_wait_s,

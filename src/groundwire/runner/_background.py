@@ -142,6 +142,14 @@ def background_thread_setup() -> None:
             os.setpriority(os.PRIO_PROCESS, thread_id, min(19, nice + _NICE))
 
 
+def _service(turn: RagTurn | None) -> str | None:
+    """The turn's `service.name` (which app it came from), when known."""
+    if turn is None:
+        return None
+    service = turn.attributes.get(semconv.SERVICE_NAME)
+    return service if isinstance(service, str) else None
+
+
 class BackgroundRunner:
     """Scores turns off the app's thread; see the module docstring for the threading model."""
 
@@ -174,7 +182,7 @@ class BackgroundRunner:
         self._last_drop_log = 0.0
         self.dropped_at_shutdown = (0, 0)
         """(turns, evaluations) that shutdown's deadline cut, counted as dropped."""
-        self._deferred: dict[str, int] = {}
+        self._deferred: dict[tuple[str, str | None], int] = {}
         """Turns sampled out or dropped on the app's thread, counted in metrics by a worker."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
@@ -226,7 +234,7 @@ class BackgroundRunner:
             with self._cond:
                 self._counters.submitted += 1
                 self._counters.sampled_out += 1
-                self._defer(semconv.OUTCOME_SAMPLED_OUT)
+                self._defer(semconv.OUTCOME_SAMPLED_OUT, turn)
             return False
         inline = inline or _NO_INLINE
         if not (self._sync or self._async or inline.outcomes or inline.sampled_out):
@@ -240,50 +248,60 @@ class BackgroundRunner:
             full = self._closing or len(self._queue) >= self.config.max_queue_size
             if full:
                 self._counters.dropped += 1
-                self._defer(semconv.OUTCOME_DROPPED)
+                self._defer(semconv.OUTCOME_DROPPED, turn)
             else:
                 self._queue.append(job)
                 self._in_flight += 1
                 self._cond.notify()
         if full:
-            self._record_inline(inline)
+            self._record_inline(inline, turn)
             self._log_drop()
         return not full
 
-    def count_dropped_turn(self, inline: InlineResult | None = None) -> None:
+    def count_dropped_turn(
+        self, inline: InlineResult | None = None, turn: RagTurn | None = None
+    ) -> None:
         """Count a turn lost before it could be submitted (its root span was dropped)."""
         with self._cond:
             self._counters.submitted += 1
             self._counters.dropped += 1
-            self._defer(semconv.OUTCOME_DROPPED)
+            self._defer(semconv.OUTCOME_DROPPED, turn)
         if inline is not None:
-            self._record_inline(inline)
+            self._record_inline(inline, turn)
         self._log_drop()
 
-    def _defer(self, outcome: str) -> None:
+    def _emitter_for(self, turn: RagTurn | None) -> Emitter:
+        """The emitter of the turn's app (`Emitter.for_service`; one app: the runner's own)."""
+        return self._emitter.for_service(_service(turn))
+
+    def _defer(self, outcome: str, turn: RagTurn | None) -> None:
         """Count a turn's evaluations as `outcome` later, off the app's thread (lock held)."""
-        self._deferred[outcome] = self._deferred.get(outcome, 0) + 1
+        key = (outcome, _service(turn))
+        self._deferred[key] = self._deferred.get(key, 0) + 1
 
     def _flush_deferred(self) -> None:
         """Turn the deferred sampled-out/dropped turn counts into metric points."""
         with self._cond:
             deferred, self._deferred = self._deferred, {}
-        for outcome, turns in deferred.items():
+        for (outcome, service), turns in deferred.items():
             names = self._all_names if outcome == semconv.OUTCOME_SAMPLED_OUT else None
+            emitter = self._emitter.for_service(service)
             for name in names or self._background_names:
-                self._emitter.record_outcome(name, outcome, turns)
+                emitter.record_outcome(name, outcome, turns)
 
-    def _record_inline(self, inline: InlineResult) -> None:
+    def _record_inline(self, inline: InlineResult, turn: RagTurn | None) -> None:
         """Metric points for what inline evaluation did to one turn."""
+        emitter = self._emitter_for(turn)
         for outcome in inline.outcomes:
-            self._emitter.record(outcome.score, outcome.duration_s)
+            emitter.record(outcome.score, outcome.duration_s)
         for name in inline.sampled_out:
-            self._emitter.record_outcome(name, semconv.OUTCOME_SAMPLED_OUT)
+            emitter.record_outcome(name, semconv.OUTCOME_SAMPLED_OUT)
 
-    def _count_dropped(self, names: set[str]) -> None:
+    def _count_dropped(self, names: set[str], turn: RagTurn) -> None:
         """Count each named evaluation as dropped."""
+        emitter = self._emitter_for(turn)
         for name in names:
-            self._emitter.record_outcome(name, semconv.OUTCOME_DROPPED)
+            emitter.record_outcome(name, semconv.OUTCOME_DROPPED)
 
     def _log_drop(self) -> None:
         """Warn about dropped turns, at most once every 10 s."""
@@ -334,7 +352,7 @@ class BackgroundRunner:
     def _process(self, job: _Job, worker_id: int) -> bool:
         """Run the job's sync evaluators; False when this thread was abandoned mid-call."""
         if not job.planned:
-            self._record_inline(job.inline)
+            self._record_inline(job.inline, job.turn)
         if not job.planned and not self._plan(job):
             self._finish(job)
             return True
@@ -392,7 +410,7 @@ class BackgroundRunner:
                 logger.warning("turn_filter raised %s: %s", type(error).__name__, error)
                 job.failed = True
                 for name in job.pending:
-                    self._emitter.record_outcome(name, semconv.OUTCOME_ERROR)
+                    self._emitter_for(job.turn).record_outcome(name, semconv.OUTCOME_ERROR)
                 job.pending.clear()
                 return False
             if not keep:
@@ -407,9 +425,10 @@ class BackgroundRunner:
 
     def _sample_out(self, job: _Job, names: list[str]) -> None:
         """Count evaluations left out by the filter or a per-evaluator rate."""
+        emitter = self._emitter_for(job.turn)
         for name in names:
             job.pending.discard(name)
-            self._emitter.record_outcome(name, semconv.OUTCOME_SAMPLED_OUT)
+            emitter.record_outcome(name, semconv.OUTCOME_SAMPLED_OUT)
 
     def _record(self, job: _Job, evaluator: AnyEvaluator, outcome: EvaluationOutcome) -> None:
         """Keep one evaluation's result on its job and record its metric points."""
@@ -421,7 +440,7 @@ class BackgroundRunner:
                 job.scores.append(outcome.score)
                 job.ran += 1
                 job.failed = job.failed or not outcome.score.ok
-        self._emitter.record(outcome.score, outcome.duration_s)
+        self._emitter_for(job.turn).record(outcome.score, outcome.duration_s)
 
     def _watchdog(self) -> None:
         """Abandon sync evaluations that overran their deadline."""
@@ -497,7 +516,7 @@ class BackgroundRunner:
             return False
         with self._cond:
             job.pending.discard(evaluator.name)
-        self._emitter.record_outcome(evaluator.name, semconv.OUTCOME_SKIPPED)
+        self._emitter_for(job.turn).record_outcome(evaluator.name, semconv.OUTCOME_SKIPPED)
         return True
 
     # --- outcomes --------------------------------------------------------------------------------
@@ -518,11 +537,11 @@ class BackgroundRunner:
             outcome = "dropped" if dropped else self._turn_outcome(job.inline, job.ran, job.failed)
             pending, scores = set(job.pending), list(job.scores)
         if dropped:
-            self._count_dropped(pending)
+            self._count_dropped(pending, job.turn)
         turn = job.turn
         if scores and turn.trace_id is not None and turn.span_id is not None:
             try:
-                self._emitter.emit_span((turn.trace_id, turn.span_id), scores)
+                self._emitter_for(turn).emit_span((turn.trace_id, turn.span_id), scores)
             except Exception:
                 logger.warning("could not emit the evaluation span", exc_info=True)
         with self._cond:
