@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
@@ -12,7 +14,7 @@ from groundwire import Context
 from groundwire.assembly import SpanRecord
 from groundwire.assembly._reader import SpanReader
 from groundwire.capture import LiveContent, LiveContentStore
-from tests.assembly_records import oi, oi_docs, record
+from tests.assembly_records import oi, oi_docs, record, sid
 
 _CONTEXT = SpanContext(trace_id=0xAB, span_id=0xCD, is_remote=False)
 
@@ -86,3 +88,48 @@ def test_forget_drops_what_was_read_of_an_open_span() -> None:
     assert reader.answer(ended) == "a"
     assert reader.origin(ended, "answer") == "openinference: output.value"
     assert reader.origin(ended, "query") is None
+
+
+def test_values_that_are_not_text_are_skipped_with_a_log(caplog: pytest.LogCaptureFixture) -> None:
+    """A number where text belongs, or a stream placeholder, gives way to the next source."""
+    reader = SpanReader(None)
+    span = record(
+        1,
+        attributes={
+            "input.value": 5,
+            "gen_ai.input.messages": '[{"role": "user", "content": "real q"}]',
+            "output.value": "<generator object run at 0x1>",
+            "gen_ai.output.messages": '[{"role": "assistant", "content": "real a"}]',
+        },
+    )
+    with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+        assert (reader.query(span), reader.answer(span)) == ("real q", "real a")
+    assert not reader.streamed(span)
+    messages = [r.getMessage() for r in caplog.records if r.name == "groundwire.assembly"]
+    assert messages == [
+        f"span {sid(1)}: openinference: input.value is a <class 'int'>, not text; skipped",
+        f"span {sid(1)}: openinference: output.value is a stream placeholder",
+    ]
+    empty = record(2, attributes={"input.value": '{"a": 1, "b": 2}'})
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+        assert reader.query(empty) is None
+    assert [r.getMessage() for r in caplog.records] == [
+        f"span {sid(2)}: no text found in openinference: input.value"
+    ]
+
+
+def test_stream_placeholder_in_live_output_marks_a_streamed_root() -> None:
+    """A live output that is only a placeholder: streamed, the answer comes from the model."""
+    store = LiveContentStore()
+    store.enabled = True
+    root = record(1, start=0, end=100, attributes=oi("CHAIN"))
+    store.put(root.key, LiveContent(input="q", output="<async_generator object s at 0x2>"))
+    reader = SpanReader(store)
+    assert reader.has_input(root)
+    assert reader.answer(root) is None
+    assert reader.streamed(root)
+    plain = record(2, attributes=oi("CHAIN", **{"output.value": '"<generator object x>"'}))
+    assert SpanReader(None).streamed(plain)
+    assert not SpanReader(None).streamed(record(3, attributes={"output.value": 5}))
+    assert not SpanReader(None).streamed(record(4))
