@@ -5,6 +5,8 @@ hand-built records fed in end order: release on local roots, late spans, evictio
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pytest
 
@@ -372,3 +374,30 @@ def test_live_traces_reusing_span_ids_are_not_mixed_up() -> None:
     )
     assembler.add(record(5, 3, start=30, end=40, trace=tid(4), scope="x", attributes=oi("LLM")))
     assert assembler.turn_for(chain) is not None
+
+
+class _Exploding(Mapping[str, Any]):
+    """Attributes whose every lookup fails (a broken custom mapping)."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("lookup failed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_a_trace_that_breaks_the_diagnosis_is_logged_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Attributes that fail on every read lose their trace and its diagnosis, logged at debug."""
+    assembler = TurnAssembler()
+    broken = SpanRecord(TRACE, sid(1), None, "broken", 0, 1, _Exploding())
+    with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+        assert assembler.add(broken) == []
+    diagnosed = [r for r in caplog.records if r.getMessage() == "a trace could not be diagnosed"]
+    assert len(diagnosed) == 1
+    assert diagnosed[0].exc_info is not None
+    assert len(assembler.no_turn) == 0

@@ -156,8 +156,8 @@ def test_streamed_root_takes_the_last_model_answer() -> None:
     records = [
         record(1, start=0, end=100, attributes=root),
         record(2, 1, start=10, end=20, attributes=oi("RETRIEVER", **oi_docs("d"))),
-        record(3, 1, start=30, end=40, attributes=oi("LLM", **{"output.value": "first"})),
         record(4, 1, start=50, end=60, attributes=oi("LLM", **{"output.value": "second"})),
+        record(3, 1, start=30, end=40, attributes=oi("LLM", **{"output.value": "first"})),
         record(5, 1, start=70, end=80, attributes=oi("LLM")),
         record(6, 1, start=45, end=46, attributes=oi("CHAIN", **{"output.value": "not a model"})),
     ]

@@ -397,11 +397,11 @@ def test_system_message_parts_reads_system_and_developer_messages() -> None:
     assert system_message_parts(None) == []
     assert system_message_parts(
         [
-            {"role": "SYSTEM", "parts": ["p"], "content": "c"},
-            {"role": "developer", "content": "d"},
-            {"role": "user", "content": "u"},
-            {"role": None, "content": "none"},
             ["not", "a", "mapping"],
+            {"role": "user", "content": "u"},
+            {"role": "SYSTEM", "parts": ["p"], "content": "c"},
+            {"role": None, "content": "none"},
+            {"role": "developer", "content": "d"},
         ]
     ) == ["p", "d"]
 
@@ -701,3 +701,21 @@ def test_a_span_written_in_two_dialects_is_read_by_the_first() -> None:
     del root["input.value"]
     records = rag_trace(root=root, retriever=oi("RETRIEVER", **oi_docs("d")), model=oi("LLM"))
     assert _one_turn(records) == ("mlflow q", ["d"], "oi a")
+
+
+def test_base_dialect_reads_its_declared_keys() -> None:
+    """The base reader returns the declared input/output keys present, in declared order."""
+    from groundwire.assembly._dialects import Dialect
+
+    class Custom(Dialect):
+        input_keys = ("in.b", "in.a")
+        output_keys = ("out",)
+
+    attributes = {"in.a": 1, "in.b": "2", "other": 3}
+    assert Custom().inputs(attributes) == [("in.b", "2", None), ("in.a", 1, None)]
+    assert Custom().outputs(attributes) == []
+    assert Custom().outputs({"out": "o"}) == [("out", "o", None)]
+    assert Custom().kind(attributes) is None
+    assert Custom().documents(record(1), KIND_RETRIEVER) is None
+    assert Custom().instructions(attributes) is None
+    assert not Custom().recognises(attributes)

@@ -68,6 +68,8 @@ def test_touching_and_open_roots_overlap() -> None:
     assert len(drop_duplicates(open_after)) == 2
     open_before = [(_turn(), _root(1, "a", 0, 10), 0), (_turn(), _root(2, "b", 11, None), 1)]
     assert len(drop_duplicates(open_before)) == 2
+    open_later = [(_turn(), _root(1, "a", 0, 10), 0), (_turn(), _root(2, "b", 5, None), 1)]
+    assert len(drop_duplicates(open_later)) == 1
 
 
 def test_three_records_of_one_run_keep_one() -> None:

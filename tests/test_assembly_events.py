@@ -146,3 +146,12 @@ def test_turn_from_a_chat_whose_messages_are_events() -> None:
     assert turns_from_spans(records) == []
     (turn,) = turns_from_spans(records, logs=logs)
     assert (turn.query, turn.context_texts, turn.answer) == ("q", ["d"], "the answer")
+
+
+def test_unnamed_details_record_marks_the_span_with_an_empty_name() -> None:
+    """A correlated record without an event name still fills content; the mark is empty."""
+    (out,) = with_event_content(
+        [record(1)], [_log(event=None, attributes={"gen_ai.input.messages": "m"})]
+    )
+    assert out.attributes[CONTENT_EVENT_KEY] == ""
+    assert out.attributes["gen_ai.input.messages"] == "m"
