@@ -5,6 +5,7 @@ records: the role, input, output, documents and instructions every instrumentor'
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from groundwire.assembly._kinds import (
     KIND_RERANKER,
     KIND_RETRIEVER,
 )
-from tests.assembly_records import KIND, OP, oi, oi_docs, rag_trace, record
+from tests.assembly_records import KIND, OP, oi, oi_docs, rag_trace, record, sid
 
 
 def _kind(attributes: dict[str, Any]) -> str:
@@ -719,3 +720,151 @@ def test_base_dialect_reads_its_declared_keys() -> None:
     assert Custom().documents(record(1), KIND_RETRIEVER) is None
     assert Custom().instructions(attributes) is None
     assert not Custom().recognises(attributes)
+
+
+def test_instructions_come_from_the_first_call_starting_at_or_after_the_retrieval_end() -> None:
+    """A call during the retrieval is too early; one starting exactly at its end counts."""
+    root = {
+        "gen_ai.input.messages": _genai_messages("user", "q"),
+        "gen_ai.output.messages": _genai_messages("assistant", "a"),
+    }
+    records = [
+        record(1, start=0, end=100, attributes=root),
+        record(2, 1, start=10, end=20, attributes={OP: "retrieval"}),
+        record(
+            3,
+            1,
+            start=15,
+            end=30,
+            attributes={OP: "chat", "gen_ai.system_instructions": '["during"]'},
+        ),
+        record(
+            4,
+            1,
+            start=20,
+            end=30,
+            attributes={OP: "chat", "gen_ai.system_instructions": '["at end"]'},
+        ),
+        record(
+            5,
+            1,
+            start=40,
+            end=50,
+            attributes={OP: "chat", "gen_ai.system_instructions": '["later"]'},
+        ),
+    ]
+    assert _one_turn(records) == ("q", ["at end"], "a")
+
+
+def test_calls_without_instructions_are_passed_over() -> None:
+    """A call whose messages hold no system part gives way to a later call that has one."""
+    root = {
+        "gen_ai.input.messages": _genai_messages("user", "q"),
+        "gen_ai.output.messages": _genai_messages("assistant", "a"),
+    }
+    cases = [
+        (
+            {OP: "chat", "gen_ai.input.messages": _genai_messages("user", "q")},
+            {OP: "chat", "gen_ai.system_instructions": '["genai later"]'},
+            ["genai later"],
+        ),
+        (
+            {"llm.request.type": "chat", "gen_ai.prompt.0.content": "no role"},
+            {
+                "llm.request.type": "chat",
+                "gen_ai.prompt.0.role": "system",
+                "gen_ai.prompt.0.content": "tl later",
+            },
+            ["tl later"],
+        ),
+    ]
+    for first, later, expected in cases:
+        records = [
+            record(1, start=0, end=100, attributes=root),
+            record(2, 1, start=10, end=20, attributes={OP: "retrieval"}),
+            record(3, 1, start=30, end=40, attributes=first),
+            record(4, 1, start=50, end=60, attributes=later),
+        ]
+        assert _one_turn(records) == ("q", expected, "a")
+
+
+def test_instructions_declared_json_are_json() -> None:
+    """`gen_ai.system_instructions` is JSON: `null` is no instruction, not the text "null"."""
+    root = {
+        "gen_ai.input.messages": _genai_messages("user", "q"),
+        "gen_ai.output.messages": _genai_messages("assistant", "a"),
+    }
+    records = rag_trace(
+        root=root,
+        retriever={OP: "retrieval"},
+        model={OP: "chat", "gen_ai.system_instructions": "null"},
+    )
+    assert _one_turn(records) == ("q", [], "a")
+    records = rag_trace(
+        root=root,
+        retriever={OP: "retrieval"},
+        model={OP: "chat", "gen_ai.system_instructions": "be brief"},
+    )
+    assert _one_turn(records) == ("q", ["be brief"], "a")
+
+
+def test_unparseable_declared_json_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """Instructions, messages, MLflow outputs and LlamaIndex nodes declared JSON but broken."""
+    broken = "{broken"
+    spans = [
+        record(1, attributes={OP: "chat", "gen_ai.system_instructions": broken}),
+        record(2, attributes={OP: "chat", "gen_ai.input.messages": broken}),
+    ]
+    retrievers = [
+        record(3, attributes={"mlflow.spanType": "RETRIEVER", "mlflow.spanOutputs": broken}),
+        record(
+            4,
+            attributes={
+                "traceloop.entity.name": "R.Retriever.task",
+                "traceloop.entity.output": json.dumps([broken]),
+            },
+        ),
+    ]
+    from groundwire.assembly._reader import SpanReader
+
+    for span in spans:
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+            SpanReader(None).instructions(span)
+        assert [r.getMessage() for r in caplog.records] == [
+            "value declared as JSON does not parse; reading it as text"
+        ], span.span_id
+    expected = {
+        3: [
+            "value declared as JSON does not parse; reading it as text",
+            f"span {sid(3)}: mlflow.spanOutputs is not a list of documents",
+        ],
+        4: [
+            "value declared as JSON does not parse; reading it as text",
+            f"span {sid(4)}: traceloop.entity.output[0] is no object",
+        ],
+    }
+    for span in retrievers:
+        caplog.clear()
+        reader = SpanReader(None)
+        with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+            found = reader.documents(span)
+        assert [r.getMessage() for r in caplog.records] == expected[int(span.span_id, 16)]
+        assert found == ([] if span.span_id == sid(4) else None)
+        assert reader.origin(span, "documents") == (
+            "openllmetry: traceloop.entity.output" if span.span_id == sid(4) else None
+        )
+
+
+def test_documents_of_a_model_call_are_none() -> None:
+    """Only retrievers and rerankers have documents, whatever their outputs hold."""
+    from groundwire.assembly._reader import SpanReader
+
+    outputs = '[{"page_content": "x"}]'
+    for attributes in (
+        {"mlflow.spanType": "LLM", "mlflow.spanOutputs": outputs},
+        {"mlflow.spanType": "CHAIN", "mlflow.spanOutputs": outputs},
+        {OP: "chat", "gen_ai.retrieval.documents": outputs},
+        {"llm.request.type": "chat", "traceloop.entity.output": outputs},
+    ):
+        assert SpanReader(None).documents(record(1, attributes=attributes)) is None

@@ -87,6 +87,15 @@ def test_answering_needs_a_model_call_at_or_after_a_retrieval_end() -> None:
     assert open_retriever.answering(SpanReader(None), sid(1))
     only_retriever = TraceTree([record(1, attributes=CHAIN), record(2, 1, attributes=RETRIEVER)])
     assert not only_retriever.answering(SpanReader(None), sid(1))
+    later_first = TraceTree(
+        [
+            record(1, start=0, end=100, attributes=CHAIN),
+            record(2, 1, start=10, end=20, attributes=RETRIEVER),
+            record(3, 1, start=30, end=40, attributes=oi("LLM")),
+            record(4, 1, start=15, end=16, attributes=oi("LLM")),
+        ]
+    )
+    assert later_first.answering(SpanReader(None), sid(1))
     self_only = TraceTree([record(1, attributes=RETRIEVER)])
     assert not self_only.answering(SpanReader(None), sid(1))
 
