@@ -401,3 +401,110 @@ def test_a_trace_that_breaks_the_diagnosis_is_logged_not_raised(
     assert len(diagnosed) == 1
     assert diagnosed[0].exc_info is not None
     assert len(assembler.no_turn) == 0
+
+
+def test_released_spans_are_remembered_up_to_max_spans() -> None:
+    """Exactly `max_spans` released spans are remembered; beyond, the oldest are forgotten."""
+    assembler = TurnAssembler(max_spans=3)
+    for span in (record(2, 1), record(3, 1), record(1)):
+        assembler.add(span)
+    assert assembler.add(record(9, 1)) == []
+    assert assembler.late_spans == 1
+    bigger = TurnAssembler(max_spans=3)
+    for span in (record(2, 1), record(3, 1), record(4, 1), record(1)):
+        bigger.add(span)
+    bigger.add(record(8, 4))
+    assert bigger.late_spans == 1
+    assert bigger.pending_spans == 0
+
+
+def test_started_spans_at_the_limit_are_all_kept() -> None:
+    """With exactly `max_spans` started spans, the oldest still blocks a nested turn."""
+    chain_attrs = oi("CHAIN", **{"input.value": "q", "output.value": "a"})
+    assembler = TurnAssembler(max_spans=2)
+    assembler.start(record(1, start=0, end=None, scope="x"))
+    assembler.start(record(7, start=0, end=None, scope="z"))
+    chain = record(3, 1, start=10, end=None, scope="x", attributes=chain_attrs)
+    assembler.add(record(4, 3, start=20, end=30, scope="x", attributes=RETRIEVER_ATTRS))
+    assert assembler.turn_for(chain) is None
+
+
+def test_remote_parent_of_a_started_span_is_not_walked() -> None:
+    """The walk up open ancestors stops at a span whose parent is remote."""
+    chain_attrs = oi("CHAIN", **{"input.value": "q", "output.value": "a"})
+    assembler = TurnAssembler()
+    assembler.start(record(1, start=0, end=None, scope="x"))
+    assembler.start(record(2, 1, start=1, end=None, scope="y", remote=True))
+    chain = record(3, 2, start=10, end=None, scope="x", attributes=chain_attrs)
+    assembler.add(record(4, 3, start=20, end=30, scope="x", attributes=RETRIEVER_ATTRS))
+    assembler.add(record(5, 3, start=30, end=40, scope="x", attributes=oi("LLM")))
+    assert assembler.turn_for(chain) is not None
+
+
+def test_open_ancestor_walk_stops_after_a_thousand_steps() -> None:
+    """A same-scope ancestor beyond 1,000 open ancestors is not looked for (cycle guard)."""
+    chain_attrs = oi("CHAIN", **{"input.value": "q", "output.value": "a"})
+    assembler = TurnAssembler()
+    assembler.start(record(5_000, start=0, end=None, scope="x"))
+    parent = 5_000
+    for number in range(5_001, 6_001):
+        assembler.start(record(number, parent, start=1, end=None, scope="other"))
+        parent = number
+    chain = record(3, parent, start=10, end=None, scope="x", attributes=chain_attrs)
+    assembler.add(record(4, 3, start=20, end=30, scope="x", attributes=RETRIEVER_ATTRS))
+    assembler.add(record(5, 3, start=30, end=40, scope="x", attributes=oi("LLM")))
+    assert assembler.turn_for(chain) is not None
+    cycle = TurnAssembler()
+    cycle.start(record(1, 2, start=0, end=None, scope="y"))
+    cycle.start(record(2, 1, start=0, end=None, scope="y"))
+    looped = record(3, 1, start=10, end=None, scope="x", attributes=chain_attrs)
+    cycle.add(record(4, 3, start=20, end=30, scope="x", attributes=RETRIEVER_ATTRS))
+    cycle.add(record(5, 3, start=30, end=40, scope="x", attributes=oi("LLM")))
+    assert cycle.turn_for(looped) is not None
+
+
+def test_turn_for_looks_only_below_the_span() -> None:
+    """Another pending top of the same trace with its own turn does not hide this one."""
+    chain_attrs = oi("CHAIN", **{"input.value": "q", "output.value": "a"})
+    assembler = TurnAssembler()
+    for span in (
+        record(2, 1, start=1, end=50, attributes=chain_attrs),
+        record(3, 2, start=10, end=20, attributes=RETRIEVER_ATTRS),
+        record(4, 2, start=30, end=40, attributes=oi("LLM")),
+        record(12, 11, start=110, end=120, attributes=RETRIEVER_ATTRS),
+        record(13, 11, start=130, end=140, attributes=oi("LLM")),
+    ):
+        assembler.add(span)
+    request = record(11, 99, start=100, end=None, remote=True, attributes=chain_attrs)
+    turn = assembler.turn_for(request)
+    assert turn is not None and turn.span_id == sid(11)
+    nested = record(20, 4, start=35, end=None, attributes=chain_attrs)
+    assert assembler.turn_for(nested) is None
+
+
+def test_turn_for_reads_the_span_again_when_it_ends() -> None:
+    """What `turn_for` read of the open span is forgotten: the ended span's output wins."""
+    assembler = TurnAssembler()
+    _, retriever, model = _rag()
+    assembler.add(retriever)
+    assembler.add(model)
+    partial = record(
+        1,
+        start=0,
+        end=None,
+        attributes=oi("CHAIN", **{"input.value": "q", "output.value": "partial"}),
+    )
+    turn = assembler.turn_for(partial)
+    assert turn is not None and turn.answer == "partial"
+    (final,) = assembler.add(
+        record(
+            1,
+            start=0,
+            end=100,
+            attributes=oi("CHAIN", **{"input.value": "q", "output.value": "final"}),
+        )
+    )
+    assert final.answer == "final"
+
+
+RETRIEVER_ATTRS = oi("RETRIEVER", **oi_docs("d"))

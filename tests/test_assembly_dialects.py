@@ -868,3 +868,65 @@ def test_documents_of_a_model_call_are_none() -> None:
         {"llm.request.type": "chat", "traceloop.entity.output": outputs},
     ):
         assert SpanReader(None).documents(record(1, attributes=attributes)) is None
+
+
+def test_openllmetry_unwraps_only_its_own_wrapper_key() -> None:
+    """`{"inputs": ...}` is unwrapped even beside other keys; text mentioning it is not."""
+    records = rag_trace(
+        root=_tl(
+            **{
+                "traceloop.entity.input": json.dumps(
+                    {"inputs": {"question": "wrapped q"}, "kwargs": {"content": "other"}}
+                ),
+                "traceloop.entity.output": '"what inputs and outputs do you need?"',
+            }
+        ),
+        retriever={OP: "vector_db_retrieve"},
+        model={"llm.request.type": "chat"},
+    )
+    assert _one_turn(records) == ("wrapped q", [], "what inputs and outputs do you need?")
+
+
+def test_openllmetry_json_numbers_are_not_text() -> None:
+    """An entity input that is a JSON number is no question; the task copy is read instead."""
+    records = rag_trace(
+        root=_tl(
+            **{
+                "traceloop.entity.input": "42",
+                "gen_ai.task.input": '"real q"',
+                "traceloop.entity.output": '"a"',
+            }
+        ),
+        retriever={OP: "vector_db_retrieve"},
+        model={"llm.request.type": "chat"},
+    )
+    assert _one_turn(records) == ("real q", [], "a")
+
+
+def test_openllmetry_retriever_documents_from_the_task_copy(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No entity output: `gen_ai.task.output` documents; bad entries are logged by place."""
+    retriever = {
+        OP: "vector_db_retrieve",
+        "gen_ai.task.output": json.dumps({"documents": [{"page_content": "p"}, "bad"]}),
+    }
+    records = rag_trace(
+        root=_tl(**{"traceloop.entity.input": '"q"', "traceloop.entity.output": '"a"'}),
+        retriever=retriever,
+        model={"llm.request.type": "chat"},
+    )
+    with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+        assert _one_turn(records) == ("q", ["p"], "a")
+    assert f"span {sid(2)}: gen_ai.task.output[1] is no object" in [
+        r.getMessage() for r in caplog.records
+    ]
+    broken = {OP: "vector_db_retrieve", "traceloop.entity.output": "{broken"}
+    caplog.clear()
+    from groundwire.assembly._reader import SpanReader
+
+    with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+        assert SpanReader(None).documents(record(2, attributes=broken)) is None
+    assert [r.getMessage() for r in caplog.records] == [
+        "value declared as JSON does not parse; reading it as text"
+    ]

@@ -335,3 +335,28 @@ def test_as_list_orders_families_by_count() -> None:
     diagnoses.add(_no_retrieval(3, "big"))
     assert [(f["service"], f["traces"]) for f in diagnoses.as_list()] == [("big", 2), ("small", 1)]
     assert [line.split(" from ")[0] for line in diagnoses.lines()] == ["2 traces", "1 trace"]
+
+
+def test_over_the_limit_every_trace_is_counted_as_other() -> None:
+    """Past `limit`, each further trace adds one to `other`."""
+    diagnoses = Diagnoses(limit=1)
+    diagnoses.add(_no_retrieval(1, "a"))
+    diagnoses.add(_no_retrieval(2, "a"))
+    diagnoses.add(_no_retrieval(3, "a"))
+    assert diagnoses.other == 2
+    assert len(diagnoses) == 3
+
+
+def test_count_skips_reports_with_a_turn() -> None:
+    """A report that gave a turn is not counted, whatever its reason field says."""
+    from groundwire import RagTurn
+    from groundwire.assembly import TraceReport, TurnReport
+
+    turn = TurnReport("r", "root", RagTurn(query="q", answer="a"))
+    report = TraceReport("ab" * 16, "svc", 1, [], [], [turn], "stale reason")
+    diagnoses = Diagnoses()
+    assert diagnoses.count(report) is None
+    assert len(diagnoses) == 0
+    no_reason = TraceReport("ab" * 16, "svc", 1, [], [], [], None)
+    assert diagnoses.count(no_reason) is None
+    assert len(diagnoses) == 0

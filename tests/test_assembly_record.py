@@ -133,3 +133,21 @@ def test_stream_placeholder_in_live_output_marks_a_streamed_root() -> None:
     assert SpanReader(None).streamed(plain)
     assert not SpanReader(None).streamed(record(3, attributes={"output.value": 5}))
     assert not SpanReader(None).streamed(record(4))
+
+
+def test_streamed_needs_a_placeholder_and_no_answer() -> None:
+    """Only a span without an answer whose output is a stream placeholder is streamed."""
+    reader = SpanReader(None)
+    answered = record(
+        1, attributes={"output.value": "a", "gen_ai.output.messages": "<generator object g>"}
+    )
+    assert not reader.streamed(answered)
+    assert not reader.streamed(record(2, attributes={"output.value": "  "}))
+    assert not reader.streamed(record(3, attributes={"input.value": "q"}))
+    store = LiveContentStore()
+    store.enabled = True
+    live_root = record(4, attributes={"output.value": "<generator object g>"})
+    store.put(live_root.key, LiveContent(output="  "))
+    assert not SpanReader(store).streamed(live_root)
+    store.put(live_root.key, LiveContent(input="q"))
+    assert SpanReader(store).streamed(live_root)

@@ -176,3 +176,14 @@ def test_retrievers_deep_below_count_for_the_candidate() -> None:
         record(5, 2, start=30, end=40, attributes=oi("LLM")),
     ]
     assert _roots(spans) == [sid(1)]
+
+
+def test_a_step_with_input_but_no_output_is_passed_over() -> None:
+    """A span with an input and no output at all is no candidate; its parent is the root."""
+    spans = [
+        record(1, start=0, end=100, attributes=CHAIN),
+        record(2, 1, start=1, end=99, attributes=oi("CHAIN", **{"input.value": "inner"})),
+        record(3, 2, start=10, end=20, attributes=RETRIEVER),
+        record(4, 2, start=30, end=40, attributes=oi("LLM")),
+    ]
+    assert _roots(spans) == [sid(1)]
