@@ -508,3 +508,43 @@ def test_turn_for_reads_the_span_again_when_it_ends() -> None:
 
 
 RETRIEVER_ATTRS = oi("RETRIEVER", **oi_docs("d"))
+
+
+def test_default_limit_is_a_thousand_pending_traces() -> None:
+    """By default the 1,001st pending trace evicts the oldest."""
+    assembler = TurnAssembler()
+    for number in range(1, 1_001):
+        assembler.add(record(2, 1, trace=tid(number)))
+    assert assembler.evicted_traces == 0
+    assembler.add(record(2, 1, trace=tid(1_001)))
+    assert (assembler.evicted_traces, assembler.pending_traces) == (1, 1_000)
+
+
+def test_evictions_are_counted_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """Every evicted trace and its spans are counted; each eviction is logged at debug."""
+    assembler = TurnAssembler(max_traces=1)
+    with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+        assembler.add(record(2, 1, trace=tid(1)))
+        assembler.add(record(3, 1, trace=tid(1)))
+        assembler.add(record(2, 1, trace=tid(2)))
+        assembler.add(record(2, 1, trace=tid(3)))
+    assert (assembler.evicted_traces, assembler.evicted_spans) == (2, 3)
+    assert [r.getMessage() for r in caplog.records if "evicted" in r.getMessage()] == [
+        f"trace {tid(1)} evicted with 2 pending spans",
+        f"trace {tid(2)} evicted with 1 pending spans",
+    ]
+
+
+def test_an_ended_ancestor_no_longer_blocks_a_nested_turn() -> None:
+    """A started span that has ended is no open ancestor any more."""
+    chain_attrs = oi("CHAIN", **{"input.value": "q", "output.value": "a"})
+    assembler = TurnAssembler()
+    ancestor = record(2, 1, start=0, end=None, scope="x")
+    assembler.start(ancestor)
+    chain = record(3, 2, start=10, end=None, scope="x", attributes=chain_attrs)
+    assembler.start(chain)
+    assembler.add(record(4, 3, start=20, end=30, scope="x", attributes=RETRIEVER_ATTRS))
+    assembler.add(record(5, 3, start=30, end=40, scope="x", attributes=oi("LLM")))
+    assert assembler.turn_for(chain) is None
+    assembler.add(record(2, 1, start=0, end=45, scope="x"))
+    assert assembler.turn_for(chain) is not None

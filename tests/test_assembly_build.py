@@ -275,3 +275,15 @@ def test_instructions_after_an_open_retrieval() -> None:
     assert _turn(records).context_texts == ["at start"]
     records[1] = record(2, 1, start=10, end=11, attributes={OP: "retrieval"})
     assert _turn(records).context_texts == []
+
+
+def test_origin_rank_orders_live_content_then_dialects() -> None:
+    """Live content (or nothing read) first, then the dialects by precedence, unknown last."""
+    from groundwire.assembly._build import origin_rank
+
+    assert origin_rank(None) == -1
+    assert origin_rank("live content") == -1
+    assert origin_rank("openinference: output.value") == 0
+    assert origin_rank("genai: gen_ai.output.messages") == 1
+    assert origin_rank("mlflow: a:b") == 3
+    assert origin_rank("zipkin: x") == 4

@@ -60,6 +60,7 @@ def _origins(records: list[SpanRecord]) -> tuple[str | None, list[str | None], s
         ({OP: "embeddings"}, KIND_EMBEDDING),
         ({OP: "invoke_agent"}, KIND_OTHER),
         ({OP: 3}, KIND_OTHER),
+        ({OP: ["retrieval"]}, KIND_OTHER),
         ({OP: "vector_db_retrieve"}, KIND_RETRIEVER),
         ({"traceloop.entity.name": "VectorIndexRetriever.task"}, KIND_RETRIEVER),
         ({"traceloop.entity.name": "OpenAI.LLM.task"}, KIND_GENERATION),

@@ -147,3 +147,14 @@ def test_malformed_flattened_document_keys_are_logged(caplog: pytest.LogCaptureF
         f"span {sid(2)}: malformed document attribute 'retrieval.documents.a.b' skipped"
         in _debug(caplog)
     )
+
+
+def test_broken_metadata_json_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """Metadata declared JSON that does not parse is logged, then dropped."""
+    with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+        built = document(SPAN, "docs.0", {"content": "t", "metadata": "{broken"}, 0)
+    assert built == Context(text="t", rank=0)
+    assert _debug(caplog) == [
+        "value declared as JSON does not parse; reading it as text",
+        f"span {sid(2)}: docs.0.metadata is not a JSON object; dropped",
+    ]

@@ -154,3 +154,30 @@ def test_live_filter_counts_every_drop_and_tracks_the_evicted_key() -> None:
     assert not dedup.keep(_turn(answer="b1"), _root(4, "b", 5, 6))
     assert not dedup.keep(_turn(answer="c1"), _root(5, "b", 25, 26))
     assert dedup.dropped == 2
+
+
+def test_duplicates_are_looked_for_across_traces_only() -> None:
+    """Within one trace two identical turns from different scopes both stay."""
+    server = record(1, start=0, end=500)
+    spans = [server]
+    for base, scope in ((10, "a"), (20, "b")):
+        spans += [
+            record(
+                base,
+                1,
+                start=10,
+                end=100,
+                scope=scope,
+                attributes=oi("CHAIN", **{"input.value": "q", "output.value": "a"}),
+            ),
+            record(
+                base + 1,
+                base,
+                start=20,
+                end=30,
+                scope=scope,
+                attributes=oi("RETRIEVER", **oi_docs("d")),
+            ),
+            record(base + 2, base, start=40, end=50, scope=scope, attributes=oi("LLM")),
+        ]
+    assert len(turns_from_spans(spans)) == 2

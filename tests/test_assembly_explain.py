@@ -360,3 +360,12 @@ def test_count_skips_reports_with_a_turn() -> None:
     no_reason = TraceReport("ab" * 16, "svc", 1, [], [], [], None)
     assert diagnoses.count(no_reason) is None
     assert len(diagnoses) == 0
+
+
+def test_default_diagnoses_explain_a_thousand_traces() -> None:
+    """By default 1,000 traces are explained; the next is only counted."""
+    diagnoses = Diagnoses()
+    for number in range(1, 1_002):
+        diagnoses.add(_no_retrieval(number, "a"))
+    assert diagnoses.other == 1
+    assert diagnoses.as_list()[0]["traces"] == 1_000

@@ -123,15 +123,34 @@ def test_answer_walk(value: Any, expected: str | None) -> None:
 
 
 @pytest.mark.parametrize(
-    ("wrap", "levels"),
+    ("wrap", "cut_at_nine"),
     [
-        (lambda v: {"question": v}, 8),
-        (lambda v: {"data": v}, 8),
-        (lambda v: {"unknown": v}, 8),
-        (lambda v: [v], 8),
+        (lambda v: {"question": v}, True),
+        (lambda v: {"question": v, "n": 1}, False),
+        (lambda v: {"data": v}, True),
+        (lambda v: {"data": v, "n": 1}, False),
+        (lambda v: {"unknown": v}, True),
+        (lambda v: [v], True),
     ],
 )
-def test_nesting_is_followed_to_eight_levels(wrap: Any, levels: int) -> None:
-    """Eight levels of keys, wrappers, lone entries or one-item lists are read; nine are not."""
-    assert query_text(_nest("q", wrap, levels)) == "q"
-    assert query_text(_nest("q", wrap, levels + 1)) is None
+def test_nesting_is_followed_to_eight_levels(wrap: Any, cut_at_nine: bool) -> None:
+    """Eight levels of keys, wrappers, lone entries or one-item lists are read; nine are not.
+
+    (With a second entry beside the key, the innermost object's lone string still answers.)
+    """
+    assert query_text(_nest("q", wrap, 8)) == "q"
+    assert (query_text(_nest("q", wrap, 9)) is None) is cut_at_nine
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"input": [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]},
+        {"data": [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]},
+        [[{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]],
+    ],
+)
+def test_message_lists_below_keys_wrappers_and_lists_keep_the_role_rule(value: Any) -> None:
+    """A message list found under a key, a wrapper or a one-item list still prefers the user."""
+    assert query_text(value) == "u"
+    assert answer_text(value) == "a"
