@@ -399,7 +399,8 @@ def test_a_trace_that_breaks_the_diagnosis_is_logged_not_raised(
         assert assembler.add(broken) == []
     diagnosed = [r for r in caplog.records if r.getMessage() == "a trace could not be diagnosed"]
     assert len(diagnosed) == 1
-    assert diagnosed[0].exc_info is not None
+    exc_info = diagnosed[0].exc_info
+    assert isinstance(exc_info, tuple) and exc_info[0] is RuntimeError
     assert len(assembler.no_turn) == 0
 
 
@@ -426,6 +427,7 @@ def test_started_spans_at_the_limit_are_all_kept() -> None:
     assembler.start(record(7, start=0, end=None, scope="z"))
     chain = record(3, 1, start=10, end=None, scope="x", attributes=chain_attrs)
     assembler.add(record(4, 3, start=20, end=30, scope="x", attributes=RETRIEVER_ATTRS))
+    assembler.add(record(5, 3, start=30, end=40, scope="x", attributes=oi("LLM")))
     assert assembler.turn_for(chain) is None
 
 

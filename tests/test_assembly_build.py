@@ -287,3 +287,27 @@ def test_origin_rank_orders_live_content_then_dialects() -> None:
     assert origin_rank("genai: gen_ai.output.messages") == 1
     assert origin_rank("mlflow: a:b") == 3
     assert origin_rank("zipkin: x") == 4
+
+
+def test_reranker_inputs_are_identified_by_id_and_content_only() -> None:
+    """Other fields of the reranker's input documents do not match retrieved documents."""
+    reranker = oi(
+        "RERANKER",
+        **{
+            "reranker.input_documents.0.document.id": "a",
+            "reranker.input_documents.0.document.metadata": "kept",
+        },
+        **oi_docs("best", prefix="reranker.output_documents"),
+    )
+    retrieved = {
+        "retrieval.documents.0.document.content": "A",
+        "retrieval.documents.0.document.id": "a",
+        "retrieval.documents.1.document.content": "kept",
+    }
+    records = [
+        record(1, start=0, end=100, attributes=ROOT),
+        record(2, 1, start=10, end=20, attributes=oi("RETRIEVER", **retrieved)),
+        record(3, 1, start=21, end=25, attributes=reranker),
+        record(4, 1, start=30, end=40, attributes=oi("LLM")),
+    ]
+    assert _turn(records).context_texts == ["kept", "best"]

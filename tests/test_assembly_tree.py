@@ -187,3 +187,11 @@ def test_a_step_with_input_but_no_output_is_passed_over() -> None:
         record(4, 2, start=30, end=40, attributes=oi("LLM")),
     ]
     assert _roots(spans) == [sid(1)]
+
+
+def test_split_of_a_span_that_is_its_own_parent() -> None:
+    """A self-parented span (a corrupt file) splits out alone without error."""
+    tree = TraceTree([record(1, 1), record(2)])
+    moved = tree.split(sid(1))
+    assert sorted(moved.spans) == [sid(1)]
+    assert sorted(tree.spans) == [sid(2)]
