@@ -53,17 +53,20 @@ def turns_from_spans(
     trees: dict[str, TraceTree] = {}
     for record in records:
         trees.setdefault(record.trace_id, TraceTree()).add(record)
-    reader = SpanReader(live_content)
+    # One reader per trace: it caches by span id, which is unique only within a trace.
+    readers: dict[str, SpanReader] = {}
     turns: list[RagTurn] = []
-    for tree in trees.values():
+    for trace_id, tree in trees.items():
+        reader = readers[trace_id] = SpanReader(live_content)
         turns.extend(_assemble(tree, reader))
         reader.release(iter(tree.spans.values()))
     if len(trees) < 2 or len(turns) < 2:
         return turns
     entries = []
     for turn in turns:
-        root = trees[turn.trace_id or ""].spans[turn.span_id or ""]
-        entries.append((turn, root, origin_rank(reader.origin(root, "answer"))))
+        trace_id = turn.trace_id or ""
+        root = trees[trace_id].spans[turn.span_id or ""]
+        entries.append((turn, root, origin_rank(readers[trace_id].origin(root, "answer"))))
     return drop_duplicates(entries)
 
 
@@ -152,8 +155,9 @@ class TurnAssembler:
         self._resolve_evicted = resolve_evicted
         self._lock = threading.Lock()
         self._traces: OrderedDict[str, _Pending] = OrderedDict()
-        self._released: OrderedDict[str, None] = OrderedDict()
-        self._open: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
+        # Keyed by (trace id, span id): a span id is unique only within its trace.
+        self._released: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._open: OrderedDict[tuple[str, str], tuple[str | None, str | None]] = OrderedDict()
         self._span_count = 0
         self._duplicates = DuplicateFilter()
         self._found_turn = False
@@ -184,10 +188,11 @@ class TurnAssembler:
     def add(self, span: SpanRecord) -> list[RagTurn]:
         """Record an ended span; return the turns its ending completed (usually none)."""
         with self._lock:
-            self._open.pop(span.span_id, None)
-            if not span.is_local_root and span.parent_span_id in self._released:
+            self._open.pop((span.trace_id, span.span_id), None)
+            parent = (span.trace_id, span.parent_span_id)
+            if not span.is_local_root and parent in self._released:
                 self.late_spans += 1
-                self._mark_released([span.span_id])
+                self._mark_released(span.trace_id, [span.span_id])
                 return []
             pending = self._traces.get(span.trace_id)
             if pending is None:
@@ -208,7 +213,7 @@ class TurnAssembler:
         self._span_count -= len(released.tree)
         if not len(pending.tree):
             del self._traces[root.trace_id]
-        self._mark_released(released.tree.spans)
+        self._mark_released(root.trace_id, released.tree.spans)
         return released
 
     def _resolve(self, released: list[_Pending]) -> list[RagTurn]:
@@ -238,10 +243,10 @@ class TurnAssembler:
         if family is not None:
             logger.warning("groundwire has found no RAG turn yet: %s", family.describe(1))
 
-    def _mark_released(self, span_ids: Iterable[str]) -> None:
+    def _mark_released(self, trace_id: str, span_ids: Iterable[str]) -> None:
         """Remember released spans so that late children are not kept (lock held, bounded)."""
         for span_id in span_ids:
-            self._released[span_id] = None
+            self._released[(trace_id, span_id)] = None
         while len(self._released) > self._max_spans:
             self._released.popitem(last=False)
 
@@ -276,7 +281,7 @@ class TurnAssembler:
         """Note a span that just started (from `SpanProcessor.on_start`; optional, cheap)."""
         parent = None if span.parent_is_remote else span.parent_span_id
         with self._lock:
-            self._open[span.span_id] = (parent, span.instrumentation_scope)
+            self._open[(span.trace_id, span.span_id)] = (parent, span.instrumentation_scope)
             while len(self._open) > self._max_spans:
                 self._open.popitem(last=False)
 
@@ -286,7 +291,7 @@ class TurnAssembler:
         for _ in range(1_000):
             if parent is None:
                 return False
-            entry = self._open.get(parent)
+            entry = self._open.get((span.trace_id, parent))
             if entry is None:
                 return False
             if entry[1] == span.instrumentation_scope:
