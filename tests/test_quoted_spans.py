@@ -358,3 +358,24 @@ def test_evaluator_is_registered_and_runs_through_evaluate() -> None:
     assert repr(evaluator) == "QuotedSpans(casefold=True, min_len=2, quote_style='typographic')"
     scores = groundwire.evaluate(turn("“budget was balanced”"), ["quoted_spans"])
     assert scores["quoted_spans"].value == 1.0
+
+
+def test_evaluator_messages_are_exact() -> None:
+    """The not-applicable and no-contexts explanations, the style error and the repr, verbatim
+    (singular "word" for min_len 1)."""
+    assert QuotedSpans().evaluate(turn("No quotes.")).explanation == (
+        "The answer quotes no span of at least 3 words."
+    )
+    assert QuotedSpans(min_len=1).evaluate(turn("No quotes.")).explanation == (
+        "The answer quotes no span of at least 1 word."
+    )
+    score = QuotedSpans().evaluate(RagTurn(query="q", answer="“the budget was balanced”"))
+    assert score.explanation == (
+        "0 of 1 quoted spans of at least 3 words occur in the contexts (the turn has none)."
+    )
+    message = "quoted_spans: quote_style must be one of ['ragas', 'typographic'], got 'smart'"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        QuotedSpans(quote_style="smart")  # type: ignore[arg-type]
+    assert repr(QuotedSpans(normalize_unicode=True, casefold=False, quote_style="ragas")) == (
+        "QuotedSpans(casefold=False, min_len=3, quote_style='ragas', normalize_unicode=True)"
+    )
