@@ -77,3 +77,83 @@ def test_a_tail_beyond_the_gap_limit_does_not_hide_a_nearer_one() -> None:
     )
     assert _span(row) == ("doc_0", 6, 46, 0.794, "ellipsis")
     assert row.span_text == "alpha beta gamma then delta epsilon zeta"
+
+
+_HARBOUR = (
+    "The harbour master opened the gates at dawn and the fishing boats left for the open sea."
+)
+
+
+@pytest.mark.parametrize(
+    ("quote", "max_gap", "expected", "bm25"),
+    [
+        # fuzzy head, exact tail: the BM25 figures are the head's
+        (
+            "the harbour mastr opened ... the open sea",
+            None,
+            ("doc_0", 0, 87, 0.91, "ellipsis"),
+            (-0.2540806289869248, 0.979695435327926),
+        ),
+        # exact head, fuzzy tail: the BM25 figures are the tail's
+        (
+            "the harbour master opened ... fishing boatz left",
+            None,
+            ("doc_0", 0, 70, 0.919, "ellipsis"),
+            (-0.14814973230959666, 0.9637462298343337),
+        ),
+        # no pair within the gap: the fuzzy head alone, with its BM25 figures
+        (
+            "the harbour mastr opened the gates ... open sea",
+            0,
+            ("doc_0", 0, 35, 0.736, "ellipsis"),
+            (-0.6618840209659389, 0.975991224612019),
+        ),
+    ],
+)
+def test_ellipsis_rows_carry_the_bm25_figures_of_the_fuzzy_part(
+    quote: str,
+    max_gap: int | None,
+    expected: tuple[object, ...],
+    bm25: tuple[float, float],
+) -> None:
+    """An ellipsis quote's bm25_score and bm25_ratio are those of the part found by BM25."""
+    (row,) = verify_quotes([quote], [_HARBOUR], embedder=None, ellipsis_max_gap=max_gap)
+    assert _span(row) == expected
+    assert (row.bm25_score, row.bm25_ratio) == (pytest.approx(bm25[0]), pytest.approx(bm25[1]))
+
+
+def test_unpaired_longer_head_stands_alone_weighted_by_its_share() -> None:
+    """Without a pair, a head longer than the tail is kept, its ratio scaled by its share."""
+    doc = "Start alpha beta then gamma delta, later gamma delta again and gamma delta."
+    (row,) = verify_quotes(
+        ["alpha beta then gamma ... delta"], [doc], embedder=None, ellipsis_max_gap=0
+    )
+    assert _span(row) == ("doc_0", 6, 27, round(21 / 26, 3), "ellipsis")
+    assert (row.bm25_score, row.bm25_ratio) == (None, None)
+
+
+_COMMON = " ".join(["gamma delta x."] * 20)
+
+
+def test_a_tail_too_common_to_rank_is_searched_right_after_each_head() -> None:
+    """A tail whose first 16 occurrences all precede the head is found by looking right after
+    the head: the nearest occurrence, and for each head, so the closest pair wins."""
+    doc = _COMMON + " Then alpha beta and gamma delta, and gamma delta again."
+    (row,) = verify_quotes(["alpha beta ... gamma delta"], [doc], embedder=None)
+    assert _span(row) == ("doc_0", 305, 331, 1.0, "ellipsis")
+    assert row.span_text == "alpha beta and gamma delta"
+    doc = (
+        _COMMON + " Then alpha beta one two three four five six gamma delta, then alpha beta "
+        "seven gamma delta."
+    )
+    (row,) = verify_quotes(["alpha beta ... gamma delta"], [doc], embedder=None)
+    assert _span(row) == ("doc_0", 362, 390, 1.0, "ellipsis")
+    assert row.span_text == "alpha beta seven gamma delta"
+
+
+def test_every_occurrence_of_the_head_is_tried() -> None:
+    """The head's later occurrence, nearer the tail, is the one paired."""
+    doc = "alpha beta one. Later alpha beta two gamma delta."
+    (row,) = verify_quotes(["alpha beta ... gamma delta"], [doc], embedder=None)
+    assert row.span_text == "alpha beta two gamma delta"
+    assert (row.doc_start, row.match_ratio) == (22, 1.0)

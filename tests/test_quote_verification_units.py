@@ -3,11 +3,17 @@ the hybrid method, and NFC composition with offsets for scripts without combinin
 
 from __future__ import annotations
 
+import math
 import unicodedata
 
 import pytest
 
+from groundwire.evaluators.quote_verification._bm25 import WindowIndex
+from groundwire.evaluators.quote_verification._corpus import Corpus
+from groundwire.evaluators.quote_verification._ellipsis import Located
+from groundwire.evaluators.quote_verification._locate import Locator
 from groundwire.evaluators.quote_verification._normalise import normalise
+from groundwire.evaluators.quote_verification._options import Options
 from groundwire.evaluators.quote_verification._trim import trim, window_ratio
 
 _FILLER = " ".join(f"f{i}" for i in range(30))
@@ -59,3 +65,41 @@ def test_scripts_composed_without_combining_marks_keep_offsets() -> None:
     assert norm.text == "한국 말"
     assert norm.offsets.tolist() == [0, 3, 6, 7]
     assert norm.ends.tolist() == [3, 6, 7, 10]
+
+
+def test_idf_is_zero_for_unknown_terms_for_an_empty_index_and_for_half_the_windows() -> None:
+    """WindowIndex.idf is rank-bm25's idf: 0.0 for a term in no window or with no tokens at all,
+    and log(1.5/1.5) = 0.0 (not a default) for a term in exactly half of the windows."""
+    index = WindowIndex([["a"], ["b"]], k1=1.5, b=0.4)
+    assert (index.idf("a"), index.idf("zzz")) == (0.0, 0.0)
+    assert WindowIndex([[], []], k1=1.5, b=0.4).idf("a") == 0.0
+    assert WindowIndex([["a"], ["b"], ["c"]], k1=1.5, b=0.4).idf("a") == pytest.approx(
+        math.log(2.5 / 1.5)
+    )
+
+
+def test_locator_locate_gives_the_best_candidate_or_none() -> None:
+    """Locator.locate: the exact hit, the best fuzzy span, or None when no word is shared."""
+    options = Options.checked(
+        window_size=None,
+        overlap=None,
+        bm25_k1=1.5,
+        bm25_b=0.4,
+        ellipsis_max_gap=None,
+        trim_spans=True,
+        trim_method="fuzzy",
+        min_fuzzy_ratio=0.6,
+        expand_window_neighbors=1,
+    )
+    corpus = Corpus([("a", "the quick brown fox jumps"), ("b", "lazy dogs sleep")])
+    locator = Locator(corpus, options, 64, 19)
+    assert locator.locate("quick brown fox") == Located(0, 4, 19, 1.0, None, None, "exact")
+    assert locator.locate("zzz qqq") is None
+    fuzzy = locator.locate("lazy dogz")
+    assert fuzzy is not None and (fuzzy.doc, fuzzy.start, fuzzy.end, fuzzy.kind) == (
+        1,
+        0,
+        9,
+        "fuzzy",
+    )
+    assert fuzzy == locator.candidates("lazy dogz")[0]
