@@ -8,11 +8,12 @@ import unicodedata
 
 import pytest
 
+from groundwire.evaluators import verify_quotes
 from groundwire.evaluators.quote_verification._bm25 import WindowIndex
-from groundwire.evaluators.quote_verification._corpus import Corpus
+from groundwire.evaluators.quote_verification._corpus import Corpus, coerce_documents
 from groundwire.evaluators.quote_verification._ellipsis import Located
 from groundwire.evaluators.quote_verification._locate import Locator
-from groundwire.evaluators.quote_verification._normalise import normalise
+from groundwire.evaluators.quote_verification._normalise import fold, normalise, normalise_quote
 from groundwire.evaluators.quote_verification._options import Options
 from groundwire.evaluators.quote_verification._trim import trim, window_ratio
 
@@ -103,3 +104,139 @@ def test_locator_locate_gives_the_best_candidate_or_none() -> None:
         "fuzzy",
     )
     assert fuzzy == locator.candidates("lazy dogz")[0]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"window_size": 0}, "window_size must be >= 1, got 0"),
+        ({"window_size": 1.5}, "window_size must be an int or None, got float"),
+        ({"window_size": True}, "window_size must be an int or None, got bool"),
+        ({"overlap": -1}, "overlap must be >= 0, got -1"),
+        (
+            {"window_size": 50, "overlap": 50},
+            "overlap must be smaller than window_size (50), got 50",
+        ),
+        ({"overlap": 10_000}, "overlap must be smaller than the window size (64), got 10000"),
+        ({"bm25_k1": -1}, "bm25_k1 must be >= 0.0, got -1"),
+        ({"bm25_k1": True}, "bm25_k1 must be a number, got bool"),
+        ({"bm25_k1": "2"}, "bm25_k1 must be a number, got str"),
+        ({"bm25_b": 1.5}, "bm25_b must be in [0.0, 1.0], got 1.5"),
+        ({"bm25_b": -0.1}, "bm25_b must be in [0.0, 1.0], got -0.1"),
+        ({"bm25_b": math.nan}, "bm25_b must be in [0.0, 1.0], got nan"),
+        ({"ellipsis_max_gap": -1}, "ellipsis_max_gap must be >= 0, got -1"),
+        ({"trim_spans": "yes"}, "trim_spans must be a bool, got str"),
+        ({"meaning_check": 1}, "meaning_check must be a bool, got int"),
+        (
+            {"trim_method": "exact"},
+            "trim_method must be one of ['fuzzy', 'sliding_bm25', 'hybrid'], got 'exact'",
+        ),
+        ({"min_fuzzy_ratio": 2}, "min_fuzzy_ratio must be in [0.0, 1.0], got 2"),
+        ({"expand_window_neighbors": True}, "expand_window_neighbors must be an int, got bool"),
+        ({"expand_window_neighbors": None}, "expand_window_neighbors must be an int, got NoneType"),
+        ({"expand_window_neighbors": -1}, "expand_window_neighbors must be >= 0, got -1"),
+    ],
+)
+def test_bad_options_give_exact_messages(options: dict[str, object], message: str) -> None:
+    """Every bad option is refused with a message naming it, what it accepts and what it got."""
+    with pytest.raises((TypeError, ValueError)) as raised:
+        verify_quotes(["a quote"], ["x"], embedder=None, **options)  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+def test_options_accept_their_bounds_and_normalise_numbers() -> None:
+    """The bounds themselves are accepted; numbers become floats, counts stay ints."""
+    low = Options.checked(
+        window_size=1,
+        overlap=0,
+        bm25_k1=0,
+        bm25_b=0,
+        ellipsis_max_gap=0,
+        trim_spans=False,
+        trim_method="hybrid",
+        min_fuzzy_ratio=0,
+        expand_window_neighbors=0,
+        meaning_check=False,
+    )
+    assert low == Options(1, 0, 0.0, 0.0, 0, False, "hybrid", 0.0, 0, False)
+    assert isinstance(low.bm25_k1, float) and isinstance(low.min_fuzzy_ratio, float)
+    high = Options.checked(
+        window_size=None,
+        overlap=None,
+        bm25_k1=2,
+        bm25_b=1,
+        ellipsis_max_gap=None,
+        trim_spans=True,
+        trim_method="sliding_bm25",
+        min_fuzzy_ratio=1,
+        expand_window_neighbors=3,
+    )
+    assert high == Options(None, None, 2.0, 1.0, None, True, "sliding_bm25", 1.0, 3, True)
+
+
+_MIXED = (
+    "A\t\u201cBig\u201d  \n Stra\u00dfe \u2014 \u0130stanbul \u2018x\u2019 \u03a3\u039f\u03a3 "
+    "e\u0301t\u00e9\u3000end "
+)
+
+
+def test_normalise_folds_case_marks_and_spaces_keeping_original_offsets() -> None:
+    """normalise: one-to-one case folding (ß and İ, which would expand, are kept), typographic
+    quotes and dashes made plain, any whitespace run one space, NFC; each character keeps the
+    original span it came from."""
+    norm = normalise(_MIXED)
+    assert norm.text == "a \"big\" straße - İstanbul 'x' σοσ été end "
+    assert norm.original_length == 46
+    assert norm.offsets.tolist() == [*range(8), *range(11, 38), *range(39, 46)]
+    assert norm.ends.tolist() == [*range(1, 9), *range(12, 38), *range(39, 47)]
+    assert norm.to_original(2, 7) == (2, 7)
+    assert norm.to_original(3, 3) == (3, 3)
+    assert norm.to_original(len(norm.text), len(norm.text)) == (46, 46)
+    plain = normalise("plain  text")
+    assert (plain.text, plain.offsets.tolist(), plain.ends.tolist()) == (
+        "plain text",
+        [0, 1, 2, 3, 4, 5, 7, 8, 9, 10],
+        [1, 2, 3, 4, 5, 6, 8, 9, 10, 11],
+    )
+
+
+def test_fold_keeps_every_space_and_normalise_quote_strips() -> None:
+    """fold is normalise without collapsing whitespace; normalise_quote also strips the ends."""
+    folded = fold(_MIXED)
+    assert folded.text == "a \"big\"    straße - İstanbul 'x' σοσ été end "
+    assert folded.offsets.tolist()[:12] == list(range(12))
+    assert folded.offsets.tolist()[-8:] == [37, 39, 40, 41, 42, 43, 44, 45]
+    assert folded.ends.tolist()[-8:] == [39, 40, 41, 42, 43, 44, 45, 46]
+    ascii_fold = fold("ab")
+    assert (ascii_fold.offsets.tolist(), ascii_fold.ends.tolist()) == ([0, 1], [1, 2])
+    assert normalise_quote("  \u201cA\u00a0\u00a0B\u201d \u2013 C  ") == '"a b" - c'
+
+
+def test_corpus_exact_search_verbatim_preference_offsets_and_windows() -> None:
+    """Corpus: global offsets skip a blank line between documents (empty ones too); exact search
+    in normalised text returns up to `limit` hits in order, never across documents; the
+    verbatim search prefers the first hit, else the first document holding the quote as
+    written; windows cover each non-empty document and are built once per setting."""
+    corpus = Corpus([("a", "The  Cat sat. the cat"), ("b", ""), ("c", "A cat, THE CAT.")])
+    assert corpus.global_starts == [0, 23, 25]
+    assert corpus.find_exact("the cat", limit=5) == [(0, 0, 7), (0, 13, 20), (2, 7, 14)]
+    assert corpus.find_exact("the cat") == [(0, 0, 7)]
+    assert corpus.find_exact("cat, the", limit=5) == [(2, 2, 10)]
+    assert corpus.find_exact("cat the", limit=5) == []
+    assert corpus.find_exact("", limit=5) == []
+    first = corpus.find_exact("the cat")[0]
+    assert corpus.find_verbatim("The  Cat", first) == (0, 0, 7)
+    assert corpus.find_verbatim("the cat", first) == (0, 13, 20)
+    assert corpus.find_verbatim("THE CAT", first) == (2, 7, 14)
+    assert corpus.find_verbatim("tHe cAt", first) is None
+    windows, index = corpus.index(10, 3, 1.5, 0.4)
+    assert [(w.doc, w.start, w.end) for w in windows] == [
+        (0, 0, 10),
+        (0, 7, 17),
+        (0, 10, 20),
+        (2, 0, 10),
+        (2, 5, 15),
+    ]
+    assert corpus.index(10, 3, 1.5, 0.4)[1] is index
+    assert corpus.index(10, 2, 1.5, 0.4)[1] is not index
+    assert coerce_documents(("x", "y")) == [("doc_0", "x"), ("doc_1", "y")]
