@@ -15,7 +15,13 @@ from groundwire.evaluators.quote_verification._ellipsis import Located
 from groundwire.evaluators.quote_verification._locate import Locator
 from groundwire.evaluators.quote_verification._normalise import fold, normalise, normalise_quote
 from groundwire.evaluators.quote_verification._options import Options
-from groundwire.evaluators.quote_verification._trim import trim, window_ratio
+from groundwire.evaluators.quote_verification._trim import (
+    Alignment,
+    match_ratio,
+    snap,
+    trim,
+    window_ratio,
+)
 
 _FILLER = " ".join(f"f{i}" for i in range(30))
 
@@ -240,3 +246,43 @@ def test_corpus_exact_search_verbatim_preference_offsets_and_windows() -> None:
     assert corpus.index(10, 3, 1.5, 0.4)[1] is index
     assert corpus.index(10, 2, 1.5, 0.4)[1] is not index
     assert coerce_documents(("x", "y")) == [("doc_0", "x"), ("doc_1", "y")]
+
+
+@pytest.mark.parametrize(
+    ("quote", "region", "expected"),
+    [
+        ("quick brown fox", "the quick brown fox jumps over", ("quick brown fox", 4, 19, 1.0)),
+        # a partial alignment cutting words is widened to whole words
+        ("uick brown fo", "the quick brown fox jumps over", ("quick brown fox", 4, 19, 0.631)),
+        (
+            "brown fox jumped",
+            "a quick brown fox jumps over the lazy dog",
+            ("brown fox jumps", 8, 23, 0.7849),
+        ),
+        # punctuation and apostrophes stay inside the span
+        ("fox jumps (over)", "the fox jumps (over) the dog", ("fox jumps (over)", 4, 20, 1.0)),
+        ("the dog's bone", "he took the dog's bone away", ("the dog's bone", 8, 22, 1.0)),
+        (
+            "snake_case name",
+            "use snake_case names here",
+            ("snake_case names", 4, 20, 0.7339),
+        ),
+    ],
+)
+def test_fuzzy_trimming_snaps_to_whole_words(
+    quote: str, region: str, expected: tuple[str, int, int, float]
+) -> None:
+    """Fuzzy trimming aligns the quote in the region and moves the ends to word boundaries."""
+    found = trim("fuzzy", quote, region, _flat, 1.5)
+    assert (region[found.start : found.end], found.start, found.end, round(found.ratio, 4)) == (
+        expected
+    )
+
+
+def test_snap_keeps_an_aligned_span_and_scores_it() -> None:
+    """snap leaves a span already on word boundaries alone; without any word nearby it keeps
+    the span as given; the ratio is match_ratio, the mean of character and word similarity."""
+    assert snap("brown fox", "the brown fox ran", 5, 12, 8) == Alignment(4, 13, 1.0)
+    assert snap("brown fox", "   ", 0, 2, 8) == Alignment(0, 2, match_ratio("brown fox", "  "))
+    assert match_ratio("brown fox", "brown fax") == pytest.approx((8 / 9 + 0.5) / 2)
+    assert match_ratio("a b", "b a") == pytest.approx((1 / 3 + 0.5) / 2)
