@@ -286,3 +286,55 @@ def test_snap_keeps_an_aligned_span_and_scores_it() -> None:
     assert snap("brown fox", "   ", 0, 2, 8) == Alignment(0, 2, match_ratio("brown fox", "  "))
     assert match_ratio("brown fox", "brown fax") == pytest.approx((8 / 9 + 0.5) / 2)
     assert match_ratio("a b", "b a") == pytest.approx((1 / 3 + 0.5) / 2)
+
+
+@pytest.mark.parametrize(
+    ("quotes", "documents", "options", "message"),
+    [
+        (
+            "a quote",
+            ["x"],
+            {},
+            "quotes must be a list of strings, got str (wrap a single quote in a list)",
+        ),
+        (42, ["x"], {}, "quotes must be a list of strings, got int"),
+        (b"q", ["x"], {}, "quotes must be a list of strings, got bytes"),
+        (["ok", 3], ["x"], {}, "quotes[1] must be a str, got int"),
+        (["ok", " \n"], ["x"], {}, "quotes[1] is empty or whitespace only"),
+        (
+            ["q"],
+            "doc",
+            {},
+            "documents must be a mapping of name -> text or a list of texts, got str",
+        ),
+        (
+            ["q"],
+            5,
+            {},
+            "documents must be a mapping of name -> text or a list of texts, got int",
+        ),
+        (["q"], {"a": 1}, {}, "documents['a'] must be a str, got int"),
+        (["q"], {2: "t"}, {}, "documents: keys must be str names, got int"),
+        (["q"], ["t", None], {}, "documents[1] must be a str, got NoneType"),
+        (
+            ["q"],
+            ["x"],
+            {"embedder": "e5"},
+            "embedder must have an embed(texts) method or be None, got str",
+        ),
+    ],
+)
+def test_bad_quotes_and_documents_give_exact_messages(
+    quotes: object, documents: object, options: dict[str, object], message: str
+) -> None:
+    """Bad quotes, documents or embedder are refused naming the item and its type."""
+    options = {"embedder": None, **options}
+    with pytest.raises((TypeError, ValueError)) as raised:
+        verify_quotes(quotes, documents, **options)  # type: ignore[arg-type]
+    assert str(raised.value) == message
+
+
+def test_quotes_may_be_any_iterable() -> None:
+    """Quotes can come from a generator, not only a list."""
+    (row,) = verify_quotes(iter(["a b"]), ["a b c"], embedder=None)
+    assert (row.match_kind, row.doc_start, row.doc_end) == ("exact", 0, 3)
