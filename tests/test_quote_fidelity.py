@@ -358,3 +358,13 @@ def test_reasons_are_exact_and_joined() -> None:
     assert changed.low_confidence_reason == (
         "number changed: 'four' -> '7'; negation changed: 'approved four' -> 'did not approve 7'"
     )
+
+
+def test_cannot_negates_can() -> None:
+    """ "cannot" where the source says "can" is a negation change (and the same modal verb)."""
+    (row,) = verify_quotes(
+        ["members cannot remove books from the reading hall"],
+        ["Members can remove books from the reading hall."],
+        embedder=None,
+    )
+    assert row.low_confidence_reason == "negation changed: 'can' -> 'cannot'"

@@ -177,6 +177,8 @@ def test_excel_layout_headers_widths_formats_and_filter(tmp_path: Path) -> None:
     widths = _column_widths(sheet)
     wraps = _column_wraps(sheet)
     assert math.floor(widths[1]) == 5 and wraps[1] is False
+    for dim in sheet.column_dimensions.values():
+        assert dim.alignment.vertical == "top"
     for column, (_, width, wrapped) in enumerate(XLSX_COLUMNS, start=2):
         assert math.floor(widths[column]) == width
         assert wraps[column] is wrapped
@@ -202,6 +204,7 @@ def test_excel_layout_headers_widths_formats_and_filter(tmp_path: Path) -> None:
     ]
     stats_widths = _column_widths(stats)
     assert (math.floor(stats_widths[1]), math.floor(stats_widths[2])) == (26, 14)
+    assert 3 not in stats_widths
     expected = list(quote_stats(rows).to_dict().items())
     assert [(a.value, b.value) for a, b in stats.iter_rows(min_row=2)] == expected
 
