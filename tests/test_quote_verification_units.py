@@ -22,6 +22,7 @@ from groundwire.evaluators.quote_verification._trim import (
     trim,
     window_ratio,
 )
+from groundwire.evaluators.quote_verification._windows import make_windows
 
 _FILLER = " ".join(f"f{i}" for i in range(30))
 
@@ -338,3 +339,18 @@ def test_quotes_may_be_any_iterable() -> None:
     """Quotes can come from a generator, not only a list."""
     (row,) = verify_quotes(iter(["a b"]), ["a b c"], embedder=None)
     assert (row.match_kind, row.doc_start, row.doc_end) == ("exact", 0, 3)
+
+
+def test_verbatim_search_takes_the_first_occurrence_even_at_the_start() -> None:
+    """When the first normalised hit is not verbatim, the first verbatim occurrence in document
+    order is used, even at offset 0."""
+    corpus = Corpus([("a", "The Cat"), ("b", "the cat and the cat")])
+    first = corpus.find_exact("the cat")[0]
+    assert first == (0, 0, 7)
+    assert corpus.find_verbatim("the cat", first) == (1, 0, 7)
+
+
+def test_windows_that_end_exactly_at_the_document_end_are_not_repeated() -> None:
+    """A window landing exactly on the document's end is the last one, not added twice."""
+    assert [(w.start, w.end) for w in make_windows([20], 10, 5)] == [(0, 10), (5, 15), (10, 20)]
+    assert [(w.doc, w.start, w.end) for w in make_windows([0, 4], 10, 5)] == [(1, 0, 4)]
