@@ -309,3 +309,62 @@ def test_harmless_rewrites_of_any_passage_never_change_meaning(
     row = _one(quote)
     assert row.meaning_changes == (), (quote, row.low_confidence_reason)
     assert row.verified, (quote, row.low_confidence_reason)
+
+
+_PARKS_QUOTE = "the council approved fiv new parks in the city centre last year"
+_PARKS_A = "The council approved four new parks in the city centre last year."
+
+
+@pytest.mark.parametrize(
+    ("other", "expected"),
+    [
+        # within 0.05 of the best ratio and no meaning change: the runner-up wins
+        (
+            "The council approved five new parks in the city center last year.",
+            ("B", 0.905, False, None),
+        ),
+        # further than 0.05 below: the best span stays, with its change
+        (
+            "The council approved five new parks in the city center at last year.",
+            ("A", 0.939, True, "number changed: 'four' -> 'fiv'"),
+        ),
+    ],
+)
+def test_a_close_runner_up_that_changes_no_meaning_replaces_a_misquoting_best_span(
+    other: str, expected: tuple[str, float, bool, str | None]
+) -> None:
+    """When the best span would change the quote's meaning, a runner-up span whose ratio is
+    within 0.05 of it and that changes nothing is chosen instead; a further one is not."""
+    (row,) = verify_quotes([_PARKS_QUOTE], {"A": _PARKS_A, "B": other}, embedder=None)
+    got = (row.source_doc, round(row.match_ratio, 3), row.low_confidence)
+    assert (*got, row.low_confidence_reason) == expected
+    (plain,) = verify_quotes(
+        [_PARKS_QUOTE], {"A": _PARKS_A, "B": other}, embedder=None, meaning_check=False
+    )
+    assert (plain.source_doc, plain.low_confidence) == ("A", False)
+
+
+def test_reasons_are_exact_and_joined() -> None:
+    """The reason gives the ratio to two places against the threshold, or every change, joined
+    with "; "."""
+    parks = {"A": _PARKS_A, "B": "The council approved five new parks in the city centre."}
+    (invented,) = verify_quotes(
+        ["profits will double next year for every member of the board"], parks, embedder=None
+    )
+    assert invented.low_confidence_reason == "match ratio 0.26 is below 0.6"
+    (changed,) = verify_quotes(
+        ["the council did not approve 7 new parks in the city"], parks, embedder=None
+    )
+    assert changed.low_confidence_reason == (
+        "number changed: 'four' -> '7'; negation changed: 'approved four' -> 'did not approve 7'"
+    )
+
+
+def test_cannot_negates_can() -> None:
+    """ "cannot" where the source says "can" is a negation change (and the same modal verb)."""
+    (row,) = verify_quotes(
+        ["members cannot remove books from the reading hall"],
+        ["Members can remove books from the reading hall."],
+        embedder=None,
+    )
+    assert row.low_confidence_reason == "negation changed: 'can' -> 'cannot'"

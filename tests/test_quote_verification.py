@@ -570,6 +570,7 @@ def test_derived_window_size_follows_the_card_within_bounds() -> None:
     assert default_window_size(200) == 220
     assert default_window_size(1000) == 500
     assert default_window_size(3) == 64
+    assert default_window_size(61) == 68  # 67.1 rounds up: a window never falls short
     assert default_overlap(220) == 66
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import groundwire
 from groundwire import RagTurn, Score
 from groundwire.evaluators import QuotedSpans, find_quotes, quoted_spans_alignment
-from groundwire.evaluators.quoted_spans import Quote
+from groundwire.evaluators.quoted_spans import Quote, match_spans
 
 
 def texts(text: str, **options: object) -> list[str]:
@@ -155,6 +155,8 @@ def test_find_quotes_rejects_bad_arguments() -> None:
     """A non-string text, an unknown style or a bad min_len raise, naming the argument."""
     with pytest.raises(TypeError, match="text must be a str, got NoneType"):
         find_quotes(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^text must be a str, got int$"):
+        find_quotes(5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="style must be one of"):
         find_quotes("x", style="smart")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="min_len must be >= 0"):
@@ -236,6 +238,8 @@ def test_alignment_accepts_tuples_and_other_sized_sequences() -> None:
         (["x"], [["ok", 3]], TypeError, r"sources\[0\]\[1\] must be a str, got int"),
         ((a for a in ["x"]), [[]], TypeError, "answers must be a sequence"),
         (["x", "y"], [[]], ValueError, "got 2 answers and 1 source lists"),
+        (5, [], TypeError, r"^answers must be a sequence such as a list, got int$"),
+        ([], 7, TypeError, r"^sources must be a sequence such as a list, got int$"),
     ],
 )
 def test_alignment_rejects_malformed_input(
@@ -254,6 +258,8 @@ def test_alignment_rejects_bad_options() -> None:
         quoted_spans_alignment([], [], min_len=2.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"quote_style must be one of \['ragas', 'typographic'\]"):
         quoted_spans_alignment([], [], quote_style="curly")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^normalize_unicode must be a bool, got str$"):
+        quoted_spans_alignment([], [], normalize_unicode="yes")  # type: ignore[arg-type]
 
 
 # --- QuotedSpans evaluator ---------------------------------------------------------------------
@@ -358,3 +364,64 @@ def test_evaluator_is_registered_and_runs_through_evaluate() -> None:
     assert repr(evaluator) == "QuotedSpans(casefold=True, min_len=2, quote_style='typographic')"
     scores = groundwire.evaluate(turn("“budget was balanced”"), ["quoted_spans"])
     assert scores["quoted_spans"].value == 1.0
+
+
+def test_evaluator_messages_are_exact() -> None:
+    """The not-applicable and no-contexts explanations, the style error and the repr, verbatim
+    (singular "word" for min_len 1)."""
+    assert QuotedSpans().evaluate(turn("No quotes.")).explanation == (
+        "The answer quotes no span of at least 3 words."
+    )
+    assert QuotedSpans(min_len=1).evaluate(turn("No quotes.")).explanation == (
+        "The answer quotes no span of at least 1 word."
+    )
+    score = QuotedSpans().evaluate(RagTurn(query="q", answer="“the budget was balanced”"))
+    assert score.explanation == (
+        "0 of 1 quoted spans of at least 3 words occur in the contexts (the turn has none)."
+    )
+    message = "quoted_spans: quote_style must be one of ['ragas', 'typographic'], got 'smart'"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        QuotedSpans(quote_style="smart")  # type: ignore[arg-type]
+    assert repr(QuotedSpans(normalize_unicode=True, casefold=False, quote_style="ragas")) == (
+        "QuotedSpans(casefold=False, min_len=3, quote_style='ragas', normalize_unicode=True)"
+    )
+
+
+def test_ragas_style_details_name_the_context_of_each_match() -> None:
+    """In Ragas style a matched span names the first context holding it; an unmatched span,
+    and one found only across the join of two contexts, name none."""
+    answer = (
+        'It said "costs rose by ten", "the budget was balanced" and '
+        '"balanced. Costs rose" but not "the budget was lost".'
+    )
+    score = QuotedSpans(quote_style="ragas").evaluate(turn(answer))
+    assert [(s["text"], s["matched"], s["context_index"]) for s in score.details["spans"]] == [
+        ("costs rose by ten", True, 1),
+        ("the budget was balanced", True, 0),
+        ("balanced. Costs rose", True, None),
+        ("the budget was lost", False, None),
+    ]
+
+
+def test_match_spans_compares_code_points_by_default_in_ragas_style() -> None:
+    """match_spans without normalize_unicode keeps Ragas' comparison: a decomposed quote does
+    not match a composed source unless NFC is asked for."""
+    answer = '"cre\u0300me bru\u0302le\u0301e recipe"'
+    sources = ["A cr\u00e8me br\u00fbl\u00e9e recipe."]
+    (plain,) = match_spans(answer, sources, casefold=True, min_len=3, style="ragas")
+    assert (plain.matched, plain.context_index) == (False, None)
+    (nfc,) = match_spans(
+        answer, sources, casefold=True, min_len=3, style="ragas", normalize_unicode=True
+    )
+    assert (nfc.matched, nfc.context_index) == (True, 0)
+
+
+def test_single_curly_quote_opening_the_text_is_a_quote() -> None:
+    """A ‘ at the very start opens a quote even when the text ends with a letter (the start has
+    no left neighbour, so it is no apostrophe)."""
+    assert texts("‘hello world again’ said Bob") == ["hello world again"]
+
+
+def test_empty_quote_closing_at_the_end_of_the_text_counts_with_min_len_zero() -> None:
+    """Two straight quotes ending the text make an empty quote (counted when min_len is 0)."""
+    assert texts('He said ""', min_len=0) == [""]
