@@ -171,11 +171,13 @@ def test_an_explicit_format_reads_what_shows_nothing_and_unknown_formats_fail(
 ) -> None:
     """An explicit format reads a file whose content shows none; an unknown name is an error."""
     path = tmp_path / "t.dat"
-    path.write_text("\n" + OTLP_LINE[:-1] + "\n" + OTLP_LINE + "\n")
+    path.write_text("x" * 70_000 + "\n" + OTLP_LINE + "\n")
+    with open_source(path) as source:
+        assert sniff_format(source) is None
     problems = Problems(stream=io.StringIO())
     batches = list(read_file(path, problems, fmt="otlp-json"))
     assert [len(b.spans) for b in batches] == [1]
-    assert problems.stats.files == 1
+    assert problems.stats.files == 1 and problems.stats.bad_records == 1
     with pytest.raises(ValueError, match="unknown trace format") as caught:
         list(read_file(path, Problems(), fmt="zipkin"))  # type: ignore[arg-type]
     assert str(caught.value) == (
@@ -203,6 +205,33 @@ def test_unreadable_paths_are_reported_and_the_run_goes_on(tmp_path: Path) -> No
     )
     assert problems.stats.bad_records == 2 and problems.stats.files == 1
     assert problems.stats.bytes_done == good.stat().st_size
+    list(read_spans([good, good], problems))
+    assert problems.stats.bytes_done == 3 * good.stat().st_size
+    assert (problems.stats.files, problems.stats.file_position) == (3, 0)
+
+
+def test_a_cut_gzip_protobuf_after_another_file_counts_its_own_messages(tmp_path: Path) -> None:
+    """The damage report of a second file counts only the messages read from that file."""
+    import gzip
+
+    from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+    message = TracesData()
+    spans = message.resource_spans.add().scope_spans.add().spans
+    spans.add(trace_id=bytes.fromhex(TRACE), span_id=bytes.fromhex(SPAN))
+    body = message.SerializeToString()
+    framed = (len(body).to_bytes(4, "big") + body) * 3
+    whole = tmp_path / "whole.pb"
+    whole.write_bytes(framed)
+    packed = gzip.compress(framed * 400)
+    cut = tmp_path / "cut.pb.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    stream = io.StringIO()
+    problems = Problems(stream=stream)
+    batches = list(read_spans([whole, cut], problems))
+    read_from_cut = len(batches) - 3
+    assert 0 < read_from_cut < 1200
+    assert stream.getvalue().endswith(f"; {read_from_cut:,} messages read\n")
 
 
 def test_a_gzip_cut_before_any_record_is_one_damaged_file(tmp_path: Path) -> None:

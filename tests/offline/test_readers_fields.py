@@ -73,6 +73,7 @@ def test_bad_trace_ids_name_the_field(value: object, message: str) -> None:
         ("b7ad6b716920333g", "neither 16 hex digits nor base64 of 8 bytes"),
         ("AAAAAAAAAAAAAAAAAAAAAA==", "neither 16 hex digits nor base64 of 8 bytes"),
         ("AAAA AAAAAA=", "neither 16 hex digits nor base64 of 8 bytes"),
+        ("AAAAAA!AAAAA=", "neither 16 hex digits nor base64 of 8 bytes"),
     ],
 )
 def test_bad_span_ids_name_the_field(value: object, message: str) -> None:
