@@ -119,6 +119,7 @@ def test_severity_numbers_from_names_and_numbers(value: object, number: int) -> 
         (2.0, "severityNumber must be an integer, got 2.0"),
         (-1, "severityNumber -1 is out of range"),
         ("-3", "severityNumber -3 is out of range"),
+        ("X5", "unknown severityNumber 'X5'"),
         (2147483648, "severityNumber 2147483648 is out of range"),
     ],
 )

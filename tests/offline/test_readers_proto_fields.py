@@ -161,6 +161,7 @@ def test_protobuf_batches_counters_and_places(tmp_path: Path) -> None:
         logs.SerializeToString(),
         b"",
         _traces(3).SerializeToString(),
+        logs.SerializeToString(),
     ]
     path = tmp_path / "mixed.pb"
     path.write_bytes(_framed(*bodies))
@@ -176,11 +177,12 @@ def test_protobuf_batches_counters_and_places(tmp_path: Path) -> None:
         f"{path}@{offsets[0]} (message 1)",
         f"{path}@{offsets[1]} (message 2)",
         f"{path}@{offsets[3]} (message 4)",
+        f"{path}@{offsets[4]} (message 5)",
     ]
-    assert [len(b.spans) for b in [first, *rest]] == [2, 0, 3]
+    assert [len(b.spans) for b in [first, *rest]] == [2, 0, 3, 0]
     assert [log.time_ns for log in rest[0].logs] == [3, 4]
     stats = problems.stats
-    assert (stats.records, stats.spans, stats.other_records, stats.log_records) == (4, 5, 2, 2)
+    assert (stats.records, stats.spans, stats.other_records, stats.log_records) == (5, 5, 3, 4)
     assert stats.bad_records == 0
 
 
@@ -199,3 +201,41 @@ def test_a_frame_over_the_record_limit_is_skipped_by_offset(tmp_path: Path) -> N
         f"{len(big):,} is over the limit of {len(small) + 10:,} bytes\n"
     )
     assert batches[1].where == f"{path}@{offset + 4 + len(big)} (message 3)"
+
+
+def test_a_cut_last_frame_is_reported_at_its_offset(tmp_path: Path) -> None:
+    """A plain file ending inside its last frame: one report with the frame's offset and number."""
+    body = _traces(2).SerializeToString()
+    path = tmp_path / "cut.pb"
+    path.write_bytes(_framed(body, body)[:-5])
+    stream = io.StringIO()
+    problems = Problems(stream=stream)
+    assert [len(b.spans) for b in read_spans([path], problems)] == [2]
+    assert stream.getvalue() == (
+        f"groundwire: {path}@{4 + len(body)} (message 2): skipped: file ends inside a message "
+        f"({len(body) - 5} of {len(body)} bytes)\n"
+    )
+    assert (problems.stats.records, problems.stats.bad_records) == (2, 1)
+
+
+def test_gzip_damage_before_the_first_whole_frame_counts_once(tmp_path: Path) -> None:
+    """Two gzip protobuf files cut before their first whole frame: each is one damaged file and
+    one record, with no messages read."""
+    import gzip
+    import random
+
+    message = _traces(1)
+    span = message.resource_spans[0].scope_spans[0].spans[0]
+    span.attributes.add(key="noise").value.bytes_value = random.Random(5).randbytes(200_000)
+    packed = gzip.compress(_framed(message.SerializeToString()))
+    paths = [tmp_path / "a.pb.gz", tmp_path / "b.pb.gz"]
+    for path in paths:
+        path.write_bytes(packed[: len(packed) // 2])
+    stream = io.StringIO()
+    problems = Problems(stream=stream)
+    assert list(read_spans(paths, problems)) == []
+    lines = stream.getvalue().splitlines()
+    assert [line.split(": ", 2)[1] for line in lines] == [str(p) for p in paths]
+    assert all(line.endswith("; 0 messages read") for line in lines), lines
+    stats = problems.stats
+    assert (stats.damaged_files, stats.records, stats.bad_records) == (2, 2, 2)
