@@ -340,3 +340,21 @@ def test_error_details_are_the_errors_own_words() -> None:
     assert _detail(OSError("plain")) == "plain"
     assert _detail(ValueError("bad block")) == "bad block"
     assert _detail(ValueError()) == "ValueError"
+
+
+MISLEADING = '{"data": [], "x": {"traceId": 1}}'
+"""A record that votes Jaeger (`data`) while its first format key is OTLP's (`traceId`)."""
+
+
+def test_records_outvote_keys_and_the_cut_last_piece_does_not_vote(tmp_path: Path) -> None:
+    """Blank lines do not stop the vote; a BOM does not hide the first record; the piece after
+    the last newline (maybe cut) does not vote, so the keys decide there."""
+    cases = [
+        ("\n" + MISLEADING + "\n", "jaeger"),
+        ("\ufeff" + MISLEADING + "\n", "jaeger"),
+        ("[]\n" + MISLEADING, "otlp-json"),
+    ]
+    for content, fmt in cases:
+        path = tmp_path / "t.json"
+        path.write_text(content, encoding="utf-8")
+        assert _sniff(path) == fmt, content
