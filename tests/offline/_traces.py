@@ -92,6 +92,16 @@ def write_protobuf_json(spans: Sequence[ReadableSpan], path: Path, batch: int = 
     return path
 
 
+def varint(value: int) -> bytes:
+    """`value` as a protobuf base-128 varint (the size prefix of `varint` framing)."""
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
 def write_protobuf(
     spans: Sequence[ReadableSpan], path: Path, *, framing: str, batch: int = 3
 ) -> Path:
@@ -99,16 +109,7 @@ def write_protobuf(
     with path.open("wb") as file:
         for start in range(0, len(spans), batch):
             body = encode_spans(spans[start : start + batch]).SerializeToString()
-            if framing == "fixed32":
-                file.write(len(body).to_bytes(4, "big"))
-            else:
-                size = len(body)
-                while True:
-                    byte = size & 0x7F
-                    size >>= 7
-                    file.write(bytes([byte | (0x80 if size else 0)]))
-                    if not size:
-                        break
+            file.write(len(body).to_bytes(4, "big") if framing == "fixed32" else varint(len(body)))
             file.write(body)
     return path
 

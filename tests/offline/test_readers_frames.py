@@ -8,26 +8,18 @@ import io
 import pytest
 
 from groundwire.offline.readers._frames import Cut, Frame, Gap, frames
+from tests.offline._traces import varint
 
 Item = Frame[bytes] | Gap | Cut
 
 
-def _varint(size: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, size = size & 0x7F, size >> 7
-        out.append(byte | (0x80 if size else 0))
-        if not size:
-            return bytes(out)
-
-
 def _body(payload: bytes) -> bytes:
     """A message shaped like an OTLP `*Data`: one length-delimited field 1."""
-    return b"\x0a" + _varint(len(payload)) + payload
+    return b"\x0a" + varint(len(payload)) + payload
 
 
 def _frame(body: bytes, framing: str) -> bytes:
-    prefix = len(body).to_bytes(4, "big") if framing == "fixed32" else _varint(len(body))
+    prefix = len(body).to_bytes(4, "big") if framing == "fixed32" else varint(len(body))
     return prefix + body
 
 

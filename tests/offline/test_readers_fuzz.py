@@ -35,7 +35,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from groundwire.offline.readers import BadRecordError, Problems, read_spans
-from tests.offline._traces import jaeger_traces, write_groundwire_jsonl, write_protobuf
+from tests.offline._traces import jaeger_traces, varint, write_groundwire_jsonl, write_protobuf
 
 EXAMPLES = int(os.environ.get("GROUNDWIRE_FUZZ_EXAMPLES", "15"))
 LONG = EXAMPLES > 15
@@ -361,21 +361,12 @@ def test_a_record_over_the_size_limit_is_reported_and_skipped(
         message.resource_spans[0].scope_spans[0].spans[0].name = "x" * limit * 3
         body = message.SerializeToString()
         size = len(body)
-        header = size.to_bytes(4, "big") if framing == "fixed32" else _varint(size)
+        header = size.to_bytes(4, "big") if framing == "fixed32" else varint(size)
         record = header + body
     path = _write(tmp_path, f"big-{fmt}", sample.data[:start] + record + sample.data[end:])
     outcome = _read(path, Problems(max_record_bytes=limit))
     assert outcome.ids == [sample.ids[0], sample.ids[2]]
     assert len(outcome.messages) == 1 and outcome.problems.stats.bad_records == 1
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 @FUZZ
