@@ -293,7 +293,7 @@ def mutation() -> Row:
     cells = [f"{met} of {len(scored)} modules run reach 90% ({mutants:,} mutants in all)"]
     if lowest:
         cells.append(
-            "lowest " + ", ".join(f"`{m.removeprefix('groundwire.')}` {s:.0%}" for m, s in lowest)
+            "lowest " + ", ".join(f"`{m.removeprefix('groundwire.')}` {s:.1%}" for m, s in lowest)
         )
     if not_run:
         cells.append(f"**{not_run} modules not run**")
