@@ -145,7 +145,7 @@ def _rows(data: dict[str, dict[str, Any]]) -> list[str]:
         )
         when = f" ({counts.get('measured', 'earlier run')})"
         rows.append(
-            f"| `{module}` | {killed} | {counted - killed} | {equivalent} | {score:.0%}{when} | "
+            f"| `{module}` | {killed} | {counted - killed} | {equivalent} | {score:.1%}{when} | "
             f"{'met' if score >= TARGET else 'MISSED'} |"
         )
     return rows
