@@ -174,8 +174,16 @@ class _Intake:
     """What both paths do to each record before grouping: drop spans read before (counted),
     count earlier results that came as log records, hold message-content events per trace."""
 
-    def __init__(self, counts: TurnCounts, window: WindowOptions) -> None:
+    def __init__(
+        self,
+        counts: TurnCounts,
+        window: WindowOptions,
+        expected: ExpectedAnswers | None,
+        skip: Collection[tuple[str, str]],
+    ) -> None:
         self.counts = counts
+        self.expected = expected
+        self.skip = skip
         self.max_traces = window.max_traces
         self.seen_spans = _Recent(window.remember_spans)
         self.seen_turns = _Recent(window.remember_turns)
@@ -202,6 +210,18 @@ class _Intake:
             return []
         return self.held_logs.pop(spans[0].trace_id, [])
 
+    def turns(self, trace: list[SpanRecord], absent: Collection[str]) -> Iterator[RagTurn]:
+        """One complete trace's turns (`absent`: span ids of left-out evaluation spans)."""
+        return trace_turns(
+            trace,
+            self.counts,
+            expected=self.expected,
+            skip=self.skip,
+            absent=absent,
+            logs=self.logs_of(trace),
+            seen_turns=self.seen_turns,
+        )
+
 
 def iter_turns(
     paths: Iterable[str | os.PathLike[str]],
@@ -222,30 +242,16 @@ def iter_turns(
     `on_read` is called after each record while `whole` grouping reads (no turn comes out until
     every file is read); when it returns True, reading stops and no turn is given.
     """
-    intake = _Intake(counts, window)
+    intake = _Intake(counts, window, expected, skip)
     paths = list(paths)
     source = read_spans(paths, problems, fmt=fmt) if batches is None else batches
     if whole:
-        yield from _grouped_turns(
-            paths, source, intake, expected=expected, skip=skip, on_read=on_read
-        )
+        yield from _grouped_turns(paths, source, intake, on_read=on_read)
         return
     traces = TraceWindow(
         grace=window.grace, max_spans=window.max_spans, max_traces=window.max_traces
     )
     evaluations: OrderedDict[str, None] = OrderedDict()
-
-    def turns_of(trace: list[SpanRecord]) -> Iterator[RagTurn]:
-        """One complete trace's turns."""
-        return trace_turns(
-            trace,
-            counts,
-            expected=expected,
-            skip=skip,
-            absent=evaluations,
-            logs=intake.logs_of(trace),
-            seen_turns=intake.seen_turns,
-        )
 
     try:
         for batch in source:
@@ -256,9 +262,9 @@ def iter_turns(
                 while len(evaluations) > _REMEMBERED_EVALUATIONS:
                     evaluations.popitem(last=False)
             for trace in traces.add(spans):
-                yield from turns_of(trace)
+                yield from intake.turns(trace, evaluations)
         for trace in traces.flush():
-            yield from turns_of(trace)
+            yield from intake.turns(trace, evaluations)
     finally:
         counts.forced_traces = traces.forced
         counts.late_spans = traces.late_spans
@@ -270,8 +276,6 @@ def _grouped_turns(
     source: Iterable[SpanBatch],
     intake: _Intake,
     *,
-    expected: ExpectedAnswers | None,
-    skip: Collection[tuple[str, str]],
     on_read: Callable[[], bool] | None,
 ) -> Iterator[RagTurn]:
     """Read every record, group spans by trace id on disk, then assemble each trace whole."""
@@ -286,15 +290,7 @@ def _grouped_turns(
         for trace in grouper.traces():
             spans, left_out = split_evaluations(trace)
             counts.evaluation_spans += len(left_out)
-            yield from trace_turns(
-                spans,
-                counts,
-                expected=expected,
-                skip=skip,
-                absent=left_out,
-                logs=intake.logs_of(spans),
-                seen_turns=intake.seen_turns,
-            )
+            yield from intake.turns(spans, left_out)
 
 
 def _size(path: str | os.PathLike[str]) -> int:
