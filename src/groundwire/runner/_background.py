@@ -1,9 +1,11 @@
 """The background runner: a bounded queue of turns, worker threads, and one asyncio loop.
 
-The app's thread only samples and enqueues (a full queue drops and counts; nothing blocks or
-raises). Worker threads run sync evaluators; a call that overruns its timeout is abandoned, counted
-as an error, and its thread replaced, so one hung evaluator cannot stall the rest. Async (LLM
-judge) evaluators run on one event-loop thread under a concurrency limit and the token budget.
+The app's thread only samples and appends to an inbox (a full queue drops; nothing blocks or
+raises). It takes no lock while a worker is busy: the workers move the inbox into the queue and
+keep every count, so a busy worker holding the runner's lock never holds up the app. Worker
+threads run sync evaluators; a call that overruns its timeout is abandoned, counted as an error,
+and its thread replaced, so one hung evaluator cannot stall the rest. Async (LLM judge)
+evaluators run on one event-loop thread under a concurrency limit and the token budget.
 Results go out through the Emitter as one evaluation carrier span per turn plus metric points.
 """
 
@@ -17,10 +19,10 @@ import os
 import sys
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import cast
+from typing import NamedTuple, cast
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, set_value
 
@@ -53,11 +55,27 @@ logger = logging.getLogger("groundwire.runner")
 
 _DROP_LOG_INTERVAL_S = 10.0
 _IDLE_WAKE_S = 1.0
+_LOST_WAKE = 1024
+"""Sampled-out or dropped turns handed over that wake an idle worker to count them."""
 _NICE = 10
 """Added to the nice value of groundwire's threads on Linux."""
 _MAX_ABANDONED_PER_WORKER = 4
 _JOIN_BUDGET_S = 0.1
 """How long shutdown waits, in all, for the runner's threads to exit once the queue is done."""
+
+
+class _Lost(NamedTuple):
+    """A submitted turn that will not be evaluated (sampled out or dropped), to be counted.
+
+    A tuple, so that a backlog of them is counted by `collections.Counter` in C.
+    """
+
+    outcome: str
+    """`semconv.OUTCOME_SAMPLED_OUT` or `semconv.OUTCOME_DROPPED`."""
+    service: str | None
+    """The turn's app (`_service`); the turn itself is not kept."""
+    count_evaluations: bool = True
+    """False when no evaluation was configured for the turn (nothing to count in metrics)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +186,14 @@ class BackgroundRunner:
         self._budget = budget
         self._timeout = config.evaluator_timeout_s
         self._cond = threading.Condition()
+        self._inbox: deque[_Job] = deque()
+        """Jobs appended by the app's threads without the lock; `_take_inbox` queues them."""
+        self._lost: deque[_Lost] = deque()
+        """Turns sampled out or dropped on the app's threads, counted by `_take_inbox`."""
+        self._idle_workers = 0
+        """Workers waiting for work: the app's thread notifies (under the lock) only then."""
+        self._wake_sent = False
+        """A wake-up is on its way: further hand-overs need not take the lock to send one."""
         self._queue: deque[_Job] = deque()
         self._active: set[_Job] = set()
         self._in_flight = 0
@@ -231,41 +257,79 @@ class BackgroundRunner:
     def _submit(self, turn: RagTurn, inline: InlineResult | None) -> bool:
         """Sample, then queue the turn or count it (the body of `submit`)."""
         if not self.selects(turn):
-            with self._cond:
-                self._counters.submitted += 1
-                self._counters.sampled_out += 1
-                self._defer(semconv.OUTCOME_SAMPLED_OUT, turn)
+            self._hand_over_lost(_Lost(semconv.OUTCOME_SAMPLED_OUT, _service(turn)))
             return False
         inline = inline or _NO_INLINE
         if not (self._sync or self._async or inline.outcomes or inline.sampled_out):
-            with self._cond:
-                self._counters.submitted += 1
-                self._counters.sampled_out += 1
+            lost = _Lost(semconv.OUTCOME_SAMPLED_OUT, _service(turn), count_evaluations=False)
+            self._hand_over_lost(lost)
             return False
-        job = _Job(turn, inline, set(self._background_names))
+        # Both lengths are read without the lock: threads submitting at the same instant may
+        # overshoot the bound by one turn each, never more.
+        full = self._closing or len(self._queue) + len(self._inbox) >= self.config.max_queue_size
+        if full:
+            self._hand_over_lost(_Lost(semconv.OUTCOME_DROPPED, _service(turn)))
+            self._record_inline(inline, turn)
+            self._log_drop()
+            return False
+        self._hand_over(_Job(turn, inline, set(self._background_names)))
+        return True
+
+    def _hand_over(self, job: _Job) -> None:
+        """Append to the inbox (atomic; no lock) and wake a worker if one is waiting.
+
+        A worker announces itself idle before it checks the inbox a last time, and this reads
+        the idle count after appending, so either the worker sees the job or it is notified.
+        """
+        self._inbox.append(job)
+        if self._stopping:
+            self._flush_deferred()  # no worker is left: count it here (as dropped)
+        elif self._idle_workers and not self._wake_sent:
+            self._wake()
+
+    def _hand_over_lost(self, lost: _Lost) -> None:
+        """Append a turn to count (no lock; an idle worker counts it within a second or once
+        1,024 wait, and `stats()`, `force_flush()` and `shutdown()` count it at once)."""
+        self._lost.append(lost)
+        if self._stopping:
+            self._flush_deferred()
+        elif self._idle_workers and not self._wake_sent and len(self._lost) >= _LOST_WAKE:
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake one idle worker. Only one wake-up is sent until a worker wakes: app threads
+        lining up for the lock would otherwise keep the waking worker from taking it."""
+        self._wake_sent = True
         with self._cond:
-            self._counters.submitted += 1
-            full = self._closing or len(self._queue) >= self.config.max_queue_size
-            if full:
-                self._counters.dropped += 1
-                self._defer(semconv.OUTCOME_DROPPED, turn)
+            self._cond.notify()
+
+    def _take_inbox(self) -> None:
+        """Count what the app's threads handed over and queue its jobs (lock held)."""
+        counters, lost, inbox = self._counters, self._lost, self._inbox
+        # Only what is there now: app threads appending faster than this drains must not keep
+        # it (and the lock) forever.
+        for item, turns in Counter(lost.popleft() for _ in range(len(lost))).items():
+            counters.submitted += turns
+            counters.add(item.outcome, turns)
+            if item.count_evaluations:
+                self._defer(item.outcome, item.service, turns)
+        for _ in range(len(inbox)):
+            job = inbox.popleft()
+            counters.submitted += 1
+            if self._stopping:  # handed over while shutdown drained: too late to run
+                counters.dropped += 1
+                self._defer(semconv.OUTCOME_DROPPED, _service(job.turn))
+                self._record_inline(job.inline, job.turn)
             else:
                 self._queue.append(job)
                 self._in_flight += 1
                 self._cond.notify()
-        if full:
-            self._record_inline(inline, turn)
-            self._log_drop()
-        return not full
 
     def count_dropped_turn(
         self, inline: InlineResult | None = None, turn: RagTurn | None = None
     ) -> None:
         """Count a turn lost before it could be submitted (its root span was dropped)."""
-        with self._cond:
-            self._counters.submitted += 1
-            self._counters.dropped += 1
-            self._defer(semconv.OUTCOME_DROPPED, turn)
+        self._hand_over_lost(_Lost(semconv.OUTCOME_DROPPED, _service(turn)))
         if inline is not None:
             self._record_inline(inline, turn)
         self._log_drop()
@@ -274,14 +338,15 @@ class BackgroundRunner:
         """The emitter of the turn's app (`Emitter.for_service`; one app: the runner's own)."""
         return self._emitter.for_service(_service(turn))
 
-    def _defer(self, outcome: str, turn: RagTurn | None) -> None:
-        """Count a turn's evaluations as `outcome` later, off the app's thread (lock held)."""
-        key = (outcome, _service(turn))
-        self._deferred[key] = self._deferred.get(key, 0) + 1
+    def _defer(self, outcome: str, service: str | None, turns: int = 1) -> None:
+        """Count turns' evaluations as `outcome` later, off the app's thread (lock held)."""
+        key = (outcome, service)
+        self._deferred[key] = self._deferred.get(key, 0) + turns
 
     def _flush_deferred(self) -> None:
         """Turn the deferred sampled-out/dropped turn counts into metric points."""
         with self._cond:
+            self._take_inbox()
             deferred, self._deferred = self._deferred, {}
         for (outcome, service), turns in deferred.items():
             names = self._all_names if outcome == semconv.OUTCOME_SAMPLED_OUT else None
@@ -333,10 +398,16 @@ class BackgroundRunner:
         background_thread_setup()
         while True:
             with self._cond:
-                while not self._queue and not self._stopping:
-                    if self._deferred:
-                        break
-                    self._cond.wait(_IDLE_WAKE_S)
+                self._take_inbox()
+                while not self._queue and not self._stopping and not self._deferred:
+                    self._idle_workers += 1
+                    try:
+                        if not self._inbox:  # the last look, after saying we are idle
+                            self._cond.wait(_IDLE_WAKE_S)
+                    finally:
+                        self._idle_workers -= 1
+                        self._wake_sent = False
+                    self._take_inbox()
                 if self._stopping:
                     return
                 job = self._queue.popleft() if self._queue else None
@@ -529,13 +600,18 @@ class BackgroundRunner:
         return "scored" if ran or inline.outcomes else "sampled_out"
 
     def _finish(self, job: _Job, *, dropped: bool = False) -> None:
-        """Emit the job's results, then count its outcome once (flushers wait for the count)."""
+        """Emit the job's results, then count its outcome once (flushers wait for the count).
+
+        `dropped` (shutdown's deadline) counts the turn as dropped only when an evaluation of
+        it is still pending: a turn whose last result landed just before is what it scored.
+        """
         with self._cond:
             if job.done:
                 return
             job.done = True
-            outcome = "dropped" if dropped else self._turn_outcome(job.inline, job.ran, job.failed)
             pending, scores = set(job.pending), list(job.scores)
+            dropped = dropped and bool(pending)
+            outcome = "dropped" if dropped else self._turn_outcome(job.inline, job.ran, job.failed)
         if dropped:
             self._count_dropped(pending, job.turn)
         turn = job.turn
@@ -553,12 +629,13 @@ class BackgroundRunner:
     # --- lifecycle -------------------------------------------------------------------------------
 
     def queue_size(self) -> int:
-        """Turns waiting in the queue."""
-        return len(self._queue)
+        """Turns waiting in the queue (and handed over, not yet queued)."""
+        return len(self._queue) + len(self._inbox)
 
     def stats(self) -> RunnerStats:
         """Turn counts now (they always add up: see `RunnerStats.adds_up`)."""
         with self._cond:
+            self._take_inbox()
             return self._counters.snapshot(self._in_flight, len(self._queue))
 
     def force_flush(self, timeout_s: float = 30.0) -> bool:
@@ -585,9 +662,11 @@ class BackgroundRunner:
             self._closing = True
         drained = self.force_flush(timeout_s)
         with self._cond:
+            self._take_inbox()
             leftovers = list(self._queue) + list(self._active)
             self._queue.clear()
-            self._stopping = True
+            self._stopping = True  # from here on a handed-over turn is counted as dropped
+            self._take_inbox()
             self._cond.notify_all()
         with self._cond:
             evaluations = sum(len(job.pending) for job in leftovers if not job.done)

@@ -48,9 +48,9 @@ class TurnCounters:
         self.dropped = 0
         self.sampled_out = 0
 
-    def add(self, outcome: str) -> None:
-        """Count one submitted turn that ended as `outcome` (`scored`, `errored`, ...)."""
-        setattr(self, outcome, getattr(self, outcome) + 1)
+    def add(self, outcome: str, turns: int = 1) -> None:
+        """Count submitted turns that ended as `outcome` (`scored`, `errored`, ...)."""
+        setattr(self, outcome, getattr(self, outcome) + turns)
 
     def snapshot(self, in_flight: int, queue_size: int) -> RunnerStats:
         """The counts now."""
