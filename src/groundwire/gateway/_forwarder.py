@@ -1,4 +1,5 @@
-"""The forwarder: a bounded retry buffer and sender tasks that pass requests on, unchanged.
+"""The forwarder: a bounded retry buffer and sender tasks that pass requests on, unchanged
+(binary-protobuf requests queued behind each other are joined into one; see `Forwarder._merged`).
 
 Every accepted request is appended to one buffer, bounded in bytes; `offer` refuses (the receiver
 answers 503 with Retry-After) rather than growing it. Sender tasks post buffered requests
@@ -38,6 +39,9 @@ _RETRYABLE_GRPC: Final = frozenset(
      "UNAVAILABLE", "DATA_LOSS"}
 )  # fmt: skip
 _MAX_RETRY_AFTER_S: Final = 300.0
+MERGE_MAX_BYTES: Final = 1024 * 1024
+"""The largest request made by joining queued protobuf requests (downstream limits are larger:
+the Collector's OTLP receivers take 4 MiB over gRPC and 20 MiB over HTTP by default)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -353,9 +357,38 @@ class Forwarder:
                 await asyncio.sleep(delay)
                 continue
             if self._queue:
-                return self._queue.popleft()
+                return self._merged(self._queue.popleft())
             self._wake.clear()
             await self._wake.wait()
+
+    def _merged(self, batch: Batch) -> Batch:
+        """`batch` joined with the binary-protobuf requests of its signal queued right behind
+        it, up to `MERGE_MAX_BYTES`: one downstream request instead of several.
+
+        Concatenated protobuf messages parse as one message whose repeated fields hold all of
+        theirs, so the spans, points and records go on byte for byte. Retried requests are
+        not merged (each keeps its own age for `retry_max_elapsed_s`), nor is JSON.
+        """
+        queue = self._queue
+        if batch.content_type != CONTENT_PROTOBUF or batch.attempts or not queue:
+            return batch
+        parts, size, items = [batch], batch.size, batch.items
+        while queue:
+            head = queue[0]
+            if (
+                head.signal is not batch.signal
+                or head.content_type != CONTENT_PROTOBUF
+                or head.attempts
+                or size + head.size > MERGE_MAX_BYTES
+            ):
+                break
+            parts.append(queue.popleft())
+            size += head.size
+            items += head.items
+        if len(parts) == 1:
+            return batch
+        body = b"".join(part.body for part in parts)
+        return Batch(batch.signal, body, CONTENT_PROTOBUF, items, received=batch.received)
 
     async def _sender(self) -> None:
         """Send batches forever."""
