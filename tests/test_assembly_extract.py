@@ -69,6 +69,10 @@ def test_decode_parses_json_only_when_it_should(value: Any, mime: Any, expected:
         ([{"role": "system", "content": "s"}, {"role": "tool", "content": " "}], "s"),
         ([{"role": "user", "content": "q"}, {"role": "user", "content": None}], "q"),
         ([{"role": "user", "content": None}], None),
+        # a message without text has no question (its role's name is not one)
+        ({"role": "user", "content": "  "}, None),
+        ({"type": "human", "content": ""}, None),
+        ([{"role": "system", "content": "s"}, {"role": "user", "content": " "}], None),
         (
             [
                 {"lc": 1, "id": ["langchain", "HumanMessage"], "kwargs": {"content": "lc q"}},
@@ -115,6 +119,7 @@ def test_query_walk(value: Any, expected: str | None) -> None:
         ({"output_text": "o", "text": "t"}, "o"),
         ({"generation": "g", "message": "m"}, "g"),
         ({"response": {"output": {"answer": "deep"}}}, "deep"),
+        ({"role": "assistant", "content": ""}, None),
     ],
 )
 def test_answer_walk(value: Any, expected: str | None) -> None:

@@ -101,7 +101,8 @@ def _from_mapping(
     value: Mapping[Any, Any], keys: Sequence[str], roles: frozenset[str], depth: int
 ) -> str | None:
     """A message's text, then known keys, wrappers, a lone entry, a lone string value."""
-    if _role(value) is not None:
+    is_message = _role(value) is not None
+    if is_message:
         text = _message_text(value)
         if text is not None:
             return text
@@ -119,6 +120,8 @@ def _from_mapping(
                 return text
     if len(value) == 1:
         return _find(next(iter(value.values())), keys, roles, depth + 1)
+    if is_message:  # a message with no text: its lone string would be the role's name
+        return None
     strings = [item for item in value.values() if isinstance(item, str) and item.strip()]
     return strings[0] if len(strings) == 1 else None
 
