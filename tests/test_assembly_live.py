@@ -367,3 +367,18 @@ def test_openinference_llamaindex_inner_query_waits_for_the_public_query() -> No
     assert processor.inline == [turn]
     root = next(s for s in processor.ended if s.parent is None)
     assert turn.span_id == format(root.context.span_id, "016x")  # type: ignore[union-attr]
+
+
+def test_a_root_answering_only_in_indexed_completions_is_found_live_as_offline() -> None:
+    """An OpenLLMetry workflow span whose answer is only in `gen_ai.completion.{i}.*` (older
+    releases) is a turn root for `turn_for` just as it is offline."""
+    app = App()
+    workflow = {"traceloop.span.kind": "workflow", "traceloop.entity.input": '"q"'}
+    with app.span("rag.workflow", **workflow) as root:
+        with app.span(
+            "retrieve", **{KIND: "RETRIEVER", "retrieval.documents.0.document.content": "d"}
+        ):
+            pass
+        root.set_attribute("gen_ai.completion.0.content", "the answer")
+    assert [t.answer for t in app.processor.completed] == ["the answer"]
+    assert app.processor.inline == app.processor.completed == turns_from_spans(app.processor.ended)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from groundwire._types import RagTurn
 from groundwire.assembly._build import build_turn, origin_rank
 from groundwire.assembly._diagnose import Diagnoses
-from groundwire.assembly._dialects import OUTPUT_KEYS
+from groundwire.assembly._dialects import OUTPUT_KEYS, OUTPUT_PREFIXES
 from groundwire.assembly._duplicates import DuplicateFilter, drop_duplicates
 from groundwire.assembly._events import with_event_content
 from groundwire.assembly._log_record import LogRecordData
@@ -334,6 +334,8 @@ def _may_be_root(span: SpanRecord, live: LiveContentStore | None) -> bool:
     if span_kind(span) != KIND_OTHER:
         return False
     if any(key in attributes for key in OUTPUT_KEYS):
+        return True
+    if any(key.startswith(OUTPUT_PREFIXES) for key in attributes):  # OpenLLMetry's older spans
         return True
     if live is None or not len(live):
         return False

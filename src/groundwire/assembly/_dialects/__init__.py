@@ -15,7 +15,15 @@ from groundwire.assembly._dialects._mlflow import MLflow
 from groundwire.assembly._dialects._openinference import OpenInference
 from groundwire.assembly._dialects._openllmetry import OpenLLMetry
 
-__all__ = ["DIALECTS", "INPUT_KEYS", "OUTPUT_KEYS", "Dialect", "Source", "dialect_rank"]
+__all__ = [
+    "DIALECTS",
+    "INPUT_KEYS",
+    "OUTPUT_KEYS",
+    "OUTPUT_PREFIXES",
+    "Dialect",
+    "Source",
+    "dialect_rank",
+]
 
 DIALECTS: Final[tuple[Dialect, ...]] = (OpenInference(), GenAI(), OpenLLMetry(), MLflow())
 """Every dialect, highest precedence first."""
@@ -24,6 +32,8 @@ INPUT_KEYS: Final = tuple(key for dialect in DIALECTS for key in dialect.input_k
 """Attributes whose presence means a span recorded an input, in any dialect."""
 OUTPUT_KEYS: Final = tuple(key for dialect in DIALECTS for key in dialect.output_keys)
 """Attributes whose presence means a span recorded an output, in any dialect."""
+OUTPUT_PREFIXES: Final = tuple(prefix for dialect in DIALECTS for prefix in dialect.output_prefixes)
+"""Prefixes of indexed attributes whose presence also means an output, in any dialect."""
 
 _RANKS: Final = {dialect.name: rank for rank, dialect in enumerate(DIALECTS)}
 

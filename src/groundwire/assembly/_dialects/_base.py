@@ -30,6 +30,8 @@ class Dialect:
     """Attributes whose presence means the span recorded an input."""
     output_keys: ClassVar[tuple[str, ...]] = ()
     """Attributes whose presence means the span recorded an output."""
+    output_prefixes: ClassVar[tuple[str, ...]] = ()
+    """Prefixes of indexed attributes whose presence also means an output (`x.{i}.content`)."""
     marker_keys: ClassVar[tuple[str, ...]] = ()
     """Attributes that only this dialect writes (to recognise its spans when content is off)."""
     retrieval_hint: ClassVar[str] = ""

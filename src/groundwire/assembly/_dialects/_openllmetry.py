@@ -67,6 +67,7 @@ class OpenLLMetry(Dialect):
     title = "OpenLLMetry (Traceloop)"
     input_keys = (TRACELOOP_ENTITY_INPUT, GEN_AI_TASK_INPUT)
     output_keys = (TRACELOOP_ENTITY_OUTPUT, GEN_AI_TASK_OUTPUT)
+    output_prefixes = _COMPLETION_PREFIXES
     marker_keys = (TRACELOOP_SPAN_KIND, TRACELOOP_ENTITY_NAME, TRACELOOP_WORKFLOW_NAME)
     retrieval_hint = (
         "gen_ai.operation.name=vector_db_retrieve, traceloop.entity.name=*Retriever.task"
