@@ -72,6 +72,32 @@ def _services_with_metric(downstream: RawDownstream, name: str) -> list[str]:
     return services
 
 
+def _result_logs(downstream: RawDownstream) -> list[tuple[str, str, str, float]]:
+    """(service.name, trace id, evaluation name, score) of every log-based result event."""
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+
+    found = []
+    for body in downstream.bodies("/v1/logs"):
+        message = logs_service_pb2.ExportLogsServiceRequest()
+        message.ParseFromString(body)
+        for resource_logs in message.resource_logs:
+            resource = {a.key: a.value.string_value for a in resource_logs.resource.attributes}
+            for scope_logs in resource_logs.scope_logs:
+                for record in scope_logs.log_records:
+                    if record.event_name != semconv.GEN_AI_EVALUATION_RESULT_EVENT:
+                        continue
+                    attributes = {a.key: a.value for a in record.attributes}
+                    found.append(
+                        (
+                            resource.get("service.name", ""),
+                            record.trace_id.hex(),
+                            attributes[semconv.GEN_AI_EVALUATION_NAME].string_value,
+                            attributes[semconv.GEN_AI_EVALUATION_SCORE_VALUE].double_value,
+                        )
+                    )
+    return found
+
+
 def _carriers(downstream: RawDownstream) -> list[ReceivedSpan]:
     return [s for s in downstream.spans() if s.name == semconv.EVALUATION_SPAN_NAME]
 
@@ -82,8 +108,8 @@ def test_typescript_style_traces_split_and_out_of_order_are_scored_once(
     """Two OTLP/JSON traces from non-Python apps (OpenInference and GenAI attributes), each
     span in its own request, root before children, interleaved: one carrier span each, under
     the root with one link to it, the in-process score on its result event, and the app's own
-    service.name on the carrier and the evaluation metrics; a late span is counted, not scored
-    again; every original span is forwarded."""
+    service.name on the carrier, the log-based result events and the evaluation metrics; a late
+    span is counted, not scored again; every original span is forwarded."""
     gateway = run_gateway("--forward", downstream.endpoint, "-e", "quoted_spans", *_FAST, env=_ENV)
     traces = [openinference_rag_trace(), genai_rag_trace()]
     services = ["ts-support-bot", "go-search-api"]
@@ -119,6 +145,12 @@ def test_typescript_style_traces_split_and_out_of_order_are_scored_once(
     )
     assert "groundwire-gateway" not in _services_with_metric(
         downstream, "groundwire.evaluation.score"
+    )
+    # the log-based result events (OTEP 4430) too, under the app, on the evaluated trace
+    assert downstream.wait_for(lambda d: len(_result_logs(d)) == 2)
+    assert sorted(_result_logs(downstream)) == sorted(
+        (service, trace[2]["traceId"], "quoted_spans", score)
+        for trace, score, service in zip(traces, expected, services, strict=True)
     )
     health = gateway.wait_health(lambda h: h["counts"].get("late_spans") == 1)
     assert health["counts"]["late_spans"] == 1

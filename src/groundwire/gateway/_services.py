@@ -30,7 +30,9 @@ class ServiceEmitter(Emitter):
 
     def __init__(self, providers: Providers, *, max_services: int = MAX_SERVICES) -> None:
         super().__init__(
-            tracer_provider=providers.tracer_provider, meter_provider=providers.meter_provider
+            tracer_provider=providers.tracer_provider,
+            meter_provider=providers.meter_provider,
+            logger_provider=providers.logger_provider,
         )
         self._providers = providers
         self._max_services = max_services
@@ -63,9 +65,12 @@ class ServiceEmitter(Emitter):
                         self._max_services,
                     )
                 return self
-            tracer_provider, meter_provider = self._providers.for_service(service)
+            made = self._providers.for_service(service)
             emitter = Emitter(
-                tracer_provider=tracer_provider, meter_provider=meter_provider, events=self.events
+                tracer_provider=made.tracer_provider,
+                meter_provider=made.meter_provider,
+                logger_provider=made.logger_provider,
+                events=self.events,
             )
             emitter.results.versions.update(self.results.versions)
             self._by_service[service] = emitter

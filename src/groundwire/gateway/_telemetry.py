@@ -1,9 +1,10 @@
 """The gateway's own providers: evaluation results and its metrics, to the forward downstream.
 
-The tracer provider carries the evaluation carrier spans; the meter provider carries the
-evaluation metrics and the gateway's own, pushed by OTLP every `metrics_interval_s` and, with
-`prometheus-client` installed, also served on `/metrics`. Both export with the OTel SDK's OTLP
-exporters to the same endpoint, headers, compression and CA as the forwarded telemetry.
+The tracer provider carries the evaluation carrier spans; the logger provider the log-based
+`gen_ai.evaluation.result` events (OTEP 4430); the meter provider carries the evaluation metrics
+and the gateway's own, pushed by OTLP every `metrics_interval_s` and, with `prometheus-client`
+installed, also served on `/metrics`. All export with the OTel SDK's OTLP exporters to the same
+endpoint, headers, compression and CA as the forwarded telemetry.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -25,7 +28,7 @@ from groundwire import semconv
 from groundwire.emit import metric_views
 from groundwire.gateway._config import GatewayConfig
 
-__all__ = ["Providers", "build_providers", "grpc_target"]
+__all__ = ["Providers", "ServiceProviders", "build_providers", "grpc_target"]
 
 logger = logging.getLogger("groundwire.gateway")
 
@@ -42,13 +45,22 @@ def grpc_target(forward: str) -> tuple[str, bool]:
     return f"{host}:{parts.port or 4317}", parts.scheme == "grpcs"
 
 
+@dataclass(frozen=True)
+class ServiceProviders:
+    """One app's providers (its `service.name` as the resource)."""
+
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+    logger_provider: LoggerProvider
+
+
 @dataclass
 class Providers:
     """What `build_providers` made; `shutdown` flushes and closes them all.
 
     `for_service` gives providers whose resource is an app's (`service.name`), so the results
-    of that app's turns show under the app: they share the span processor (one export queue)
-    and have a metric reader of their own (a meter provider has one resource).
+    of that app's turns show under the app: they share the span and log record processors (one
+    export queue each) and have a metric reader of their own (a meter provider has one resource).
     """
 
     tracer_provider: TracerProvider
@@ -57,20 +69,24 @@ class Providers:
     """True when a Prometheus reader feeds `/metrics`."""
     config: GatewayConfig | None = None
     span_processor: BatchSpanProcessor | None = None
-    services: dict[str, tuple[TracerProvider, MeterProvider]] = field(default_factory=dict)
+    logger_provider: LoggerProvider | None = None
+    log_processor: BatchLogRecordProcessor | None = None
+    services: dict[str, ServiceProviders] = field(default_factory=dict)
     """Providers made by `for_service`, by service name."""
 
-    def for_service(self, service: str) -> tuple[TracerProvider, MeterProvider]:
-        """Tracer and meter providers with `service.name=service`, exporting like ours."""
+    def for_service(self, service: str) -> ServiceProviders:
+        """Tracer, meter and logger providers with `service.name=service`, exporting like ours."""
         made = self.services.get(service)
         if made is not None:
             return made
-        if self.config is None or self.span_processor is None:
+        if self.config is None or self.span_processor is None or self.log_processor is None:
             raise ValueError("these providers were built without per-service support")
         resource = Resource.create({semconv.SERVICE_NAME: service})
-        # Not shut down on its own (that would close the shared processor): ours closes it.
+        # Not shut down on their own (that would close the shared processors): ours close them.
         tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         tracer_provider.add_span_processor(self.span_processor)
+        logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+        logger_provider.add_log_record_processor(self.log_processor)
         reader = PeriodicExportingMetricReader(
             _exporters(self.config, spans=False)[1],
             export_interval_millis=self.config.metrics_interval_s * 1000,
@@ -78,15 +94,20 @@ class Providers:
         meter_provider = MeterProvider(
             resource=resource, metric_readers=[reader], views=metric_views(), shutdown_on_exit=False
         )
-        self.services[service] = tracer_provider, meter_provider
-        return tracer_provider, meter_provider
+        made = ServiceProviders(tracer_provider, meter_provider, logger_provider)
+        self.services[service] = made
+        return made
 
     def shutdown(self, timeout_s: float) -> None:
-        """Flush the last spans and metric points downstream, then close."""
+        """Flush the last spans, log records and metric points downstream, then close."""
         deadline = time.monotonic() + timeout_s
         self.tracer_provider.force_flush(int(timeout_s * 1000))
         self.tracer_provider.shutdown()
-        meters = [self.meter_provider, *(meter for _, meter in self.services.values())]
+        if self.logger_provider is not None:
+            remaining = max(0.001, deadline - time.monotonic())
+            self.logger_provider.force_flush(int(remaining * 1000))
+            self.logger_provider.shutdown()
+        meters = [self.meter_provider, *(made.meter_provider for made in self.services.values())]
         for index, meter_provider in enumerate(meters):
             share = max(0.0, deadline - time.monotonic()) / (len(meters) - index)
             meter_provider.shutdown(timeout_millis=max(1.0, share * 1000))
@@ -140,6 +161,44 @@ def _exporters(config: GatewayConfig, *, spans: bool = True) -> tuple[Any, Any]:
     )
 
 
+def _log_exporter(config: GatewayConfig) -> Any:
+    """The OTLP log record exporter for the forward endpoint (the result events)."""
+    headers = dict(config.forward_headers)
+    gzip = config.forward_compression == "gzip"
+    if config.forward_protocol == "grpc":
+        import grpc
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
+            OTLPLogExporter as GrpcLogExporter,
+        )
+
+        target, secure = grpc_target(config.forward)
+        credentials = None
+        if secure:
+            root = None
+            if config.forward_ca_file:
+                with open(config.forward_ca_file, "rb") as file:
+                    root = file.read()
+            credentials = grpc.ssl_channel_credentials(root_certificates=root)
+        return GrpcLogExporter(
+            endpoint=target,
+            insecure=not secure,
+            credentials=credentials,
+            headers=headers,
+            timeout=config.forward_timeout_s,
+            compression=grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression,
+        )
+    from opentelemetry.exporter.otlp.proto.http import Compression
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+
+    return OTLPLogExporter(
+        endpoint=config.forward.rstrip("/") + "/v1/logs",
+        headers=headers,
+        timeout=config.forward_timeout_s,
+        compression=Compression.Gzip if gzip else Compression.NoCompression,
+        certificate_file=config.forward_ca_file,
+    )
+
+
 def _prometheus_reader() -> MetricReader | None:
     """A Prometheus reader (registered with prometheus-client's default registry), if installed."""
     try:
@@ -168,4 +227,15 @@ def build_providers(config: GatewayConfig, *, prometheus: bool = True) -> Provid
     if pull is not None:
         readers.append(pull)
     meter_provider = MeterProvider(resource=resource, metric_readers=readers, views=metric_views())
-    return Providers(tracer_provider, meter_provider, pull is not None, config, span_processor)
+    logger_provider = LoggerProvider(resource=resource)
+    log_processor = BatchLogRecordProcessor(_log_exporter(config), schedule_delay_millis=delay)
+    logger_provider.add_log_record_processor(log_processor)
+    return Providers(
+        tracer_provider,
+        meter_provider,
+        pull is not None,
+        config,
+        span_processor,
+        logger_provider,
+        log_processor,
+    )
