@@ -158,9 +158,7 @@ def test_a_hyphenated_number_reads_as_its_words() -> None:
 def test_a_month_named_may_is_a_date_not_a_modal_verb() -> None:
     """ "May" of a date that changes is a number change only; "may" the verb is a modal."""
     assert _reasons("on 3 May the", "on 3 June the") == ["number changed: '3 June' -> '3 May'"]
-    assert _reasons("you may go now", "you must go now") == [
-        "modality changed: 'must' -> 'may'"
-    ]
+    assert _reasons("you may go now", "you must go now") == ["modality changed: 'must' -> 'may'"]
 
 
 def test_swapped_numbers_are_both_flagged() -> None:
