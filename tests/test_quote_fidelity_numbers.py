@@ -186,3 +186,57 @@ def test_verify_quotes_flags_a_changed_percentage_and_keeps_a_respelled_one() ->
     assert docs["fees"][change.source_start : change.source_end] == "12%"
     assert respelled.verified, respelled.low_confidence_reason
     assert respelled.meaning_changes == ()
+
+
+@pytest.mark.parametrize(
+    ("quote", "source", "reasons"),
+    [
+        # "and" continues a number after a scale word and before a number word only
+        ("a fee of twelve per cent", "a fee of 12%", []),
+        ("thousand and one nights", "1001 nights", []),
+        ("the count was one hundred and five", "the count was 105", []),
+        ("we counted one hundred and", "we counted one hundred", []),
+        (
+            "we counted two hundred and then more",
+            "we counted one hundred and then more",
+            ["number changed: 'one hundred' -> 'two hundred'"],
+        ),
+        # "per" continues a number only as "per cent"
+        ("they paid 12 per year", "they paid 21 per year", ["number changed: '21' -> '12'"]),
+        (
+            "the fee rose 4 per cent",
+            "the fee rose 4 per",
+            ["number changed: 'per' -> '4 per cent'"],
+        ),
+    ],
+)
+def test_and_and_per_continue_a_number_only_where_they_belong_to_it(
+    quote: str, source: str, reasons: list[str]
+) -> None:
+    """ "one hundred and five" is one number, "and then" is not part of one; "per cent" is a
+    percentage, "per year" is not; either word at the very end of a text ends the number."""
+    assert _reasons(quote, source) == reasons
+
+
+@pytest.mark.parametrize(
+    ("quote", "source", "reasons"),
+    [
+        (
+            "5 big dogs ran 7 miles",
+            "6 big cats ran 8 miles",
+            ["number changed: '6' -> '5'", "number changed: '8' -> '7'"],
+        ),
+        ("in 2020 the fee was 12%", "in 2020 the fee was 21%", ["number changed: '21%' -> '12%'"]),
+        ("5 to 7", "6 to 7", ["number changed: '6' -> '5'"]),
+    ],
+)
+def test_each_number_is_judged_where_it_stands(quote: str, source: str, reasons: list[str]) -> None:
+    """A change is reported once, at the number it touches: a number two words from another
+    difference, or earlier in the text, is not drawn into it."""
+    assert _reasons(quote, source) == reasons
+
+
+def test_a_currency_word_without_a_number_is_a_plain_edit() -> None:
+    """ "dollars" for "euros" with no amount: one changed word, read without error at the end."""
+    (edit,) = _compare("they paid in dollars", "they paid in euros").edits
+    assert (edit.kind, edit.quote_text, edit.source_text) == ("changed", "dollars", "euros")
