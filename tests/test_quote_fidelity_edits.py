@@ -44,6 +44,7 @@ def _edits(quote: str, source: str) -> list[_Edit]:
         ("we saw the red dogs run", "we saw red dogs run", [("added", "the", "", 7, 10, 6, 6)]),
         ("we saw red dogs run", "we saw the red dogs run", [("dropped", "", "the", 6, 6, 7, 10)]),
         ("saw red dogs run", "we saw red dogs run", [("dropped", "", "we", 0, 0, 0, 2)]),
+        ("you go", "you may go", [("dropped", "", "may", 3, 3, 4, 7)]),
         ("we saw red dogs", "we saw red dogs run", [("dropped", "", "run", 15, 15, 16, 19)]),
         ("big red dogs run", "small red dogs run", [("changed", "big", "small", 0, 3, 0, 5)]),
         ("x", "we saw red dogs", [("changed", "x", "we saw red dogs", 0, 1, 0, 15)]),

@@ -65,6 +65,9 @@ def test_a_capitalised_word_is_a_name_only_mid_sentence(
         ("we SAID THE NASA team", "we SAID THE NOAA team", []),
         ("we said THE NASA team WON", "we said THE NOAA team WON", []),
         ("WE SAID NASA team", "WE SAID NOAA team", []),
+        ("we said the NASA TEAM WON", "we said the NOAA TEAM WON", []),
+        # an acronym is a name even where it starts a sentence
+        ("EU rules apply here", "UK rules apply here", ["entity changed: 'UK' -> 'EU'"]),
     ],
 )
 def test_an_acronym_is_a_name_unless_the_text_around_it_shouts(
@@ -95,6 +98,8 @@ def test_an_acronym_is_a_name_unless_the_text_around_it_shouts(
         ),
         ("call getvalue here", "call fetchresult here", []),
         ("the A team", "the B team", ["entity changed: 'B' -> 'A'"]),
+        ("the report by Xavier", "the report by Xander", ["entity changed: 'Xander' -> 'Xavier'"]),
+        ("the $Jones fund", "the $Smith fund", ["entity changed: '$Smith' -> '$Jones'"]),
         ("The cat and The dog", "The cat and A dog", []),
     ],
 )

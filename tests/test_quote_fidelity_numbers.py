@@ -89,6 +89,9 @@ def _reasons(quote: str, source: str) -> list[str]:
         ("a 5kg bag", "a 5lb bag", ["number changed: '5lb' -> '5kg'"]),
         ("at 10:30 today", "at 10:45 today", ["number changed: '10:45' -> '10:30'"]),
         ("a half of them", "0 of them", ["number changed: '0' -> 'half'"]),
+        # a capitalised month is a date's part, a lower-case "march" a verb
+        ("in June the fee", "in July the fee", ["number changed: 'July' -> 'June'"]),
+        ("we march 5 miles", "we march 6 miles", ["number changed: '6' -> '5'"]),
         (
             "the twenty first member",
             "the 1st member",
@@ -158,6 +161,11 @@ def test_a_hyphenated_number_reads_as_its_words() -> None:
 def test_a_month_named_may_is_a_date_not_a_modal_verb() -> None:
     """ "May" of a date that changes is a number change only; "may" the verb is a modal."""
     assert _reasons("on 3 May the", "on 3 June the") == ["number changed: '3 June' -> '3 May'"]
+    assert _reasons("on 3 May", "on 3 June") == ["number changed: '3 June' -> '3 May'"]
+    assert _reasons("12 May was the day", "12 June was the day") == [
+        "number changed: '12 June' -> '12 May'"
+    ]
+    assert _reasons("May we go home?", "Must we go home?") == ["modality changed: 'Must' -> 'May'"]
     assert _reasons("you may go now", "you must go now") == ["modality changed: 'must' -> 'may'"]
 
 
