@@ -101,3 +101,8 @@ def test_a_change_names_the_words_that_differ_on_both_sides(
 ) -> None:
     """Each meaning change gives its kind, both sides' words and their offsets."""
     assert _changes(quote, source) == changes
+
+
+def test_a_word_starting_with_v_is_no_version_number() -> None:
+    """ "vote" for "veto" is a changed word, not a changed number (only "v2.1" is a version)."""
+    assert _changes("the council held a vote", "the council held a veto") == []

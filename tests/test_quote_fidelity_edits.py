@@ -78,6 +78,7 @@ def test_each_difference_is_one_edit_with_offsets_in_both_texts(
     [
         ("we saw … dogs run", "we saw the red dogs run", [("elided", "…", "the red", 7, 8, 7, 14)]),
         ("we saw ... dogs run", "we saw red dogs run", [("elided", "...", "red", 7, 10, 7, 10)]),
+        ("a well-known … man", "a well-known old man", [("elided", "…", "old", 13, 14, 13, 16)]),
         ("we … saw dogs run", "we saw dogs run", [("elided", "…", "", 3, 4, 2, 2)]),
         (
             "we saw … big dogs run",
@@ -123,6 +124,9 @@ def test_words_left_out_at_an_ellipsis_are_elided(
         ("I ever go", "I never go", "changed"),  # one letter, but the negation of it
         ("either way", "neither way", "changed"),
         ("you nought to go", "you ought to go", "changed"),
+        ("the nigth sky", "the night sky", "typo"),  # an n first is no negation by itself
+        ("it wont start", "it won't start", "typo"),  # a lost apostrophe is a slip
+        ("the council held a vote", "the council held a veto", "changed"),
     ],
 )
 def test_a_typo_is_a_slip_of_one_letter_or_two_in_a_long_word(

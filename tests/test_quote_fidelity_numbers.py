@@ -89,6 +89,12 @@ def _reasons(quote: str, source: str) -> list[str]:
         ("a 5kg bag", "a 5lb bag", ["number changed: '5lb' -> '5kg'"]),
         ("at 10:30 today", "at 10:45 today", ["number changed: '10:45' -> '10:30'"]),
         ("a half of them", "0 of them", ["number changed: '0' -> 'half'"]),
+        # a typo of a number word is read as that word, beside a changed one
+        (
+            "stocked with fuor thousand volumes",
+            "stocked with four hundred volumes",
+            ["number changed: 'four hundred' -> 'fuor thousand'"],
+        ),
         # a capitalised month is a date's part, a lower-case "march" a verb
         ("in June the fee", "in July the fee", ["number changed: 'July' -> 'June'"]),
         ("we march 5 miles", "we march 6 miles", ["number changed: '6' -> '5'"]),
