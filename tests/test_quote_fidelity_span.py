@@ -110,3 +110,21 @@ def test_a_word_cut_by_the_reach_on_the_right_is_not_read_unless_the_text_ends_t
     assert _seen(quote, cut, "for the keys") == ([("added", "some", "", 88, 92, 99, 99)], [])
     ends = f"They looked for the keys {_PLACES} some"
     assert _seen(quote, ends, "for the keys") == ([], [])
+
+
+def test_an_empty_side_is_placed_where_its_words_would_stand() -> None:
+    """An empty span: the quote's words are added at the span's place in the document; a quote
+    with no words: the span's words are dropped at the quote's start."""
+    norm = normalise(_LIBRARY)
+    at = _LIBRARY.index("volumes")
+    added = compare("4%", fold("4%"), _LIBRARY, norm, at, at)
+    assert [(e.kind, e.quote_text, e.source_start, e.source_end) for e in added.edits] == [
+        ("added", "4%", at, at)
+    ]
+    assert [(c.describe(), c.source_start, c.source_end) for c in added.changes] == [
+        ("number changed: '' -> '4%'", at, at)
+    ]
+    assert _seen("?!", _LIBRARY, "four hundred") == (
+        [("dropped", "", "four hundred", 0, 0, 29, 41)],
+        ["number changed: 'four hundred' -> ''"],
+    )
