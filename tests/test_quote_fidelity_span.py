@@ -15,7 +15,8 @@ _LIBRARY = (
 )
 _PLACES = "in the old kitchen cupboard, the staircase, the bookshelves and the garden"  # 74 chars
 
-_Seen = tuple[list[tuple[str, str, str, int, int, int, int]], list[str]]
+_Edit = tuple[str, str, str, int, int, int, int]
+_Seen = tuple[list[_Edit], list[str]]
 
 
 def _seen(quote: str, document: str, span: str) -> _Seen:
@@ -23,7 +24,7 @@ def _seen(quote: str, document: str, span: str) -> _Seen:
     norm = normalise(document)
     start = norm.text.index(span.lower())
     fidelity = compare(quote, fold(quote), document, norm, start, start + len(span))
-    edits = [
+    edits: list[_Edit] = [
         (
             e.kind,
             e.quote_text,
