@@ -242,6 +242,17 @@ def test_and_and_per_continue_a_number_only_where_they_belong_to_it(
         ),
         ("in 2020 the fee was 12%", "in 2020 the fee was 21%", ["number changed: '21%' -> '12%'"]),
         ("5 to 7", "6 to 7", ["number changed: '6' -> '5'"]),
+        (
+            "5 of one hundred pages",
+            "5 of one thousand pages",
+            ["number changed: 'one thousand' -> 'one hundred'"],
+        ),
+        # a currency word before an amount is not part of it
+        (
+            "the fee in dollars 6 today",
+            "the fee in dollars 5 today",
+            ["number changed: '5' -> '6'"],
+        ),
     ],
 )
 def test_each_number_is_judged_where_it_stands(quote: str, source: str, reasons: list[str]) -> None:
