@@ -37,6 +37,12 @@ def _changes(quote: str, source: str) -> list[_Change]:
             [("negation changed: 'not remove' -> 'remove'", 0, 6, 0, 10)],
         ),
         ("not", "yes", [("negation changed: 'yes' -> 'not'", 0, 3, 0, 3)]),
+        # after a leading ellipsis, the added negator is shown with the word after it
+        (
+            "… not remove books",
+            "remove books",
+            [("negation changed: 'remove' -> 'not remove'", 2, 12, 0, 6)],
+        ),
         # a modal verb added or dropped, swapped for another, or two swapped
         ("you may go", "you go", [("modality changed: 'you' -> 'you may'", 0, 7, 0, 3)]),
         ("you go", "you may go", [("modality changed: 'you may' -> 'you'", 0, 3, 0, 7)]),
