@@ -250,7 +250,8 @@ class _Side:
         return any(_is_numeral(self.meaning(i)) for i in near)
 
     def joins(self, index: int) -> bool:
-        """A word that continues the number before it ("and", "per cent", "dollars")."""
+        """A word that continues the number before it ("and" after a scale word as in "a hundred
+        and five", but not in "five and six"; "per cent", "dollars")."""
         sense = self.meaning(index)
         if sense in CURRENCY_WORDS or sense in PERCENT_WORDS:
             return True
@@ -262,7 +263,7 @@ class _Side:
             return (
                 0 < index < len(self) - 1
                 and number_word(self.meaning(index + 1)) is not None
-                and number_word(self.meaning(index - 1)) is not None
+                and self.meaning(index - 1) in SCALES
             )
         return False
 
@@ -273,9 +274,7 @@ class _Side:
             if not (self.numeric(index) or self.joins(index)):
                 continue
             first = index
-            while first > 0 and (
-                self.numeric(first - 1) or (self.joins(first - 1) and not self.numeric(first))
-            ):
+            while first > 0 and (self.numeric(first - 1) or self.joins(first - 1)):
                 first -= 1
             while first < index and not self.numeric(first):
                 first += 1
@@ -366,7 +365,9 @@ def _number_key(senses: Sequence[str]) -> tuple[str, ...]:
         """Close the run of number words read so far."""
         nonlocal total, current, pending
         if pending:
-            parts.append(f"{total + current:g}" + ("th" if ordinal else ""))
+            value = total + current  # as a numeral writes it: 1000000, never 1e+06
+            written = f"{value:.0f}" if value.is_integer() else f"{value:g}"
+            parts.append(written + ("th" if ordinal else ""))
         total = current = 0.0
         pending = False
 
@@ -481,6 +482,13 @@ def _change(
     return MeaningChange(kind, s_text, q_text, q_start, q_end, s_start, s_end)
 
 
+def _modals(side: _Side, indexes: range) -> list[str]:
+    """The modal verbs among the words, by their base ("May" of a date is a month, not one)."""
+    return [
+        m for i in indexes if (m := MODALS.get(side.meaning(i))) is not None and not side.numeric(i)
+    ]
+
+
 def _meaning(block: _Block, quote: _Side, source: _Side) -> list[MeaningChange]:
     """The meaning changes one block of differences makes."""
     said = range(block.i1, block.i2)
@@ -496,8 +504,8 @@ def _meaning(block: _Block, quote: _Side, source: _Side) -> list[MeaningChange]:
     q_neg = sum(negations(quote.meaning(i)) for i in said)
     if q_neg != sum(negations(source.meaning(j)) for j in wrote):
         changes.append(_change("negation", quote, (i1, i2), source, (j1, j2)))
-    q_modals = sorted(m for i in said if (m := MODALS.get(quote.meaning(i))) is not None)
-    s_modals = sorted(m for j in wrote if (m := MODALS.get(source.meaning(j))) is not None)
+    q_modals = sorted(_modals(quote, said))
+    s_modals = sorted(_modals(source, wrote))
     if q_modals != s_modals:
         changes.append(_change("modality", quote, (i1, i2), source, (j1, j2)))
     q_names = (
