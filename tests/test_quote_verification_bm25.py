@@ -77,7 +77,7 @@ def test_index_scores_equal_bm25okapi_for_every_query_shape(k1: float, b: float)
     windows = _okapi_windows()
     okapi = BM25Okapi(windows, k1=k1, b=b)
     index = WindowIndex(windows, k1=k1, b=b)
-    assert index.size == len(windows)
+    assert (index.size, index.k1, index.b) == (len(windows), k1, b)
     vocabulary = list(okapi.idf)
     assert {term: index.idf(term) for term in vocabulary} == okapi.idf
     queries = [

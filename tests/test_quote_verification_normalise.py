@@ -89,6 +89,7 @@ def test_fold_maps_its_end_to_the_original_length() -> None:
     composed and already-NFC text alike."""
     plain = fold("ab  c")
     assert (plain.text, plain.original_length, plain.to_original(5, 5)) == ("ab  c", 5, (5, 5))
+    assert (plain.to_original(0, 2), plain.to_original(3, 5)) == ((0, 2), (3, 5))
     composed = fold("e\u0301x")
     assert (composed.text, composed.original_length) == ("\u00e9x", 3)
     assert composed.to_original(2, 2) == (3, 3)
