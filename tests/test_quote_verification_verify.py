@@ -65,7 +65,7 @@ def test_default_bm25_parameters_are_k1_1_5_and_b_0_4() -> None:
             ["harbour lanternn glowed"],
             documents,
             embedder=None,
-            **other,  # type: ignore[arg-type]
+            **other,
         )
         assert changed.bm25_score != default.bm25_score
 
@@ -154,3 +154,58 @@ def test_missing_embedder_package_skips_cosine_with_one_warning(
             assert [row.cosine_similarity for row in rows] == [None, None]
     warnings = [r for r in caplog.records if "cosine similarity skipped" in r.getMessage()]
     assert len(warnings) == 1
+
+
+_PARKS_QUOTE = "the council approved fiv new parks in the city centre last year"
+_FOUR = "The council approved four new parks in the city centre last year."
+_FIVE = "The council approved five new parks in the city center last year."
+_NINE = "The council approved nine new parks in the city centre last year."
+
+
+def test_meaning_is_checked_for_a_ratio_exactly_at_the_threshold() -> None:
+    """A fuzzy span whose ratio equals min_fuzzy_ratio is verified by ratio, so its meaning is
+    compared: the changed number is reported."""
+    (first,) = verify_quotes([_PARKS_QUOTE], {"A": _FOUR}, embedder=None)
+    (row,) = verify_quotes(
+        [_PARKS_QUOTE], {"A": _FOUR}, embedder=None, min_fuzzy_ratio=first.match_ratio
+    )
+    assert row.low_confidence_reason == "number changed: 'four' -> 'fiv'"
+
+
+def test_a_runner_up_exactly_at_the_threshold_may_replace_the_best_span() -> None:
+    """A runner-up whose ratio equals min_fuzzy_ratio (and is within 0.05 of the best) is still
+    tried, and wins when it changes no meaning."""
+    documents = {"A": _FOUR, "B": _FIVE}
+    (plain,) = verify_quotes([_PARKS_QUOTE], documents, embedder=None)
+    assert (plain.source_doc, round(plain.match_ratio, 4)) == ("B", 0.9049)
+    (row,) = verify_quotes(
+        [_PARKS_QUOTE], documents, embedder=None, min_fuzzy_ratio=plain.match_ratio
+    )
+    assert (row.source_doc, row.low_confidence_reason) == ("B", None)
+
+
+def test_a_runner_up_lacking_the_quoted_word_is_skipped_not_the_end() -> None:
+    """A runner-up that does not contain what the quote says instead is passed over, and the
+    next one, which does, is still tried."""
+    (row,) = verify_quotes([_PARKS_QUOTE], {"A": _FOUR, "C": _NINE, "B": _FIVE}, embedder=None)
+    assert (row.source_doc, row.low_confidence_reason) == ("B", None)
+
+
+@pytest.mark.parametrize(
+    ("quote", "four", "five"),
+    [
+        # the word the quote says instead opens the runner-up's document
+        (
+            "fiv new parks were approved by the council",
+            "Four new parks were approved by the council.",
+            "Five new parks were approved by the council!",
+        ),
+        # ... or closes a short one, right at the span's end
+        ("the counsil approved fiv", "The council approved four.", "The council approved five."),
+    ],
+)
+def test_runner_up_is_searched_around_its_whole_span(quote: str, four: str, five: str) -> None:
+    """What the quote says instead is looked for from 80 characters before the runner-up's span
+    to 80 after it, clipped to the document: at its very start or end it is found."""
+    (row,) = verify_quotes([quote], {"A": four, "B": five}, embedder=None)
+    assert (row.source_doc, row.low_confidence_reason) == ("B", None)
