@@ -3,7 +3,10 @@ surrogates, combining marks that NFC cannot join, and mapping empty spans back t
 
 from __future__ import annotations
 
+import pytest
+
 from groundwire.evaluators import verify_quotes
+from groundwire.evaluators.quote_verification import _normalise
 from groundwire.evaluators.quote_verification._normalise import (
     fold,
     nfc_with_offsets,
@@ -94,3 +97,15 @@ def test_fold_maps_its_end_to_the_original_length() -> None:
     assert (composed.text, composed.original_length) == ("\u00e9x", 3)
     assert composed.to_original(2, 2) == (3, 3)
     assert composed.to_original(0, 1) == (0, 2)
+
+
+def test_a_freshly_built_fold_table_folds_as_documented(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-to-one table is built once per process on first use: built again from scratch it
+    lower-cases one-to-one, leaves expanding folds (ß, İ) and caseless characters alone, maps
+    every whitespace character to a space and typographic marks to plain ones."""
+    monkeypatch.setattr(_normalise, "_table", None)
+    assert fold("A\u00c9\u03a3\u0130\u00df\t\u3000\u2019\u2014\U0001e900x").text == (
+        "a\u00e9\u03c3\u0130\u00df  '-\U0001e922x"
+    )
+    assert _normalise._table is not None
+    assert normalise("Big  \u201cDeal\u201d").text == 'big "deal"'
