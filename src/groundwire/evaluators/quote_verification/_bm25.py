@@ -48,6 +48,8 @@ class DocumentTokens:
 
     def window(self, start: int, end: int) -> list[str]:
         """The tokens of text[start:end]."""
+        if end <= start:  # an empty window inside a word would otherwise give one empty token
+            return []
         first = bisect.bisect_right(self._ends, start)
         last = bisect.bisect_left(self._starts, end)
         tokens = self._tokens[first:last]
