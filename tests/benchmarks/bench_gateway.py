@@ -643,7 +643,10 @@ def _markdown(out: dict[str, Any]) -> str:
         "Both deliver every span. The gateway answers once a request is decoded and buffered and "
         "forwards it from the buffer (4 senders); the minimal proxy answers only after downstream "
         "acknowledged, so it holds a connection per request in flight. The gateway also decodes "
-        "every request (to validate and count it), which the proxy does not.",
+        "every request (to validate and count it), which the proxy does not. The two do not send "
+        "the same number of requests downstream: the gateway joins protobuf requests queued "
+        "behind each other into one (up to 1 MiB, as the Collector's batch processor would), "
+        "the proxy sends one per request; most of the gateway's lead comes from that.",
         "",
         f"## Forwarding latency while evaluation runs flat out ({s['latency_s']} s; one 1-span "
         f"probe every {s['probe_interval_s'] * 1000:.0f} ms beside a feed of "

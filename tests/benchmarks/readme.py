@@ -204,7 +204,8 @@ def gateway() -> Row:
         _link("gateway", "gateway")
         + " (`groundwire serve`) vs a minimal aiohttp OTLP proxy, forwarding and scoring",
         f"pass-through **{through['median']:.2f}x** the proxy's spans/s "
-        f"({through['min']:.2f}–{through['max']:.2f}x); forwarded-span loss under evaluator "
+        f"({through['min']:.2f}–{through['max']:.2f}x; it joins queued protobuf requests, the "
+        "proxy sends one per request); forwarded-span loss under evaluator "
         f"overload **{overload['forwarded_span_loss']}** ({overload['spans_at_sink']:,} of "
         f"{overload['spans_accepted']:,}); p99 forwarding latency {added:+.1f} ms with evaluation "
         f"saturated; {r['scoring']['turns_per_s_one_worker']:.0f} turns/s scored per worker; "
