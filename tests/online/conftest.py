@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -127,6 +128,13 @@ def hex_ids(span: ReadableSpan) -> tuple[str, str]:
     """(trace_id, span_id) of an SDK span as hex."""
     assert span.context is not None
     return format(span.context.trace_id, "032x"), format(span.context.span_id, "016x")
+
+
+def random_turn() -> RagTurn:
+    """A turn in a random trace (so that sampling at a rate keeps about that share)."""
+    return RagTurn(
+        query="q", contexts=["c"], answer="a", trace_id=secrets.token_hex(16), span_id="1" * 16
+    )
 
 
 def make_turn(i: int, answer: str = "an answer") -> RagTurn:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from .conftest import (
     Raises,
     Telemetry,
     make_turn,
+    random_turn,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -177,13 +177,6 @@ def test_shutdown_drains_queued_work_within_its_deadline(emitter: Emitter) -> No
     assert (stats.scored, stats.dropped) == (200, 0)
 
 
-def _random_turn() -> RagTurn:
-    """A turn in a random trace."""
-    return RagTurn(
-        query="q", contexts=["c"], answer="a", trace_id=secrets.token_hex(16), span_id="1" * 16
-    )
-
-
 def test_sampling_is_by_trace_id_all_evaluators_or_none(
     telemetry: Telemetry, emitter: Emitter
 ) -> None:
@@ -191,7 +184,7 @@ def test_sampling_is_by_trace_id_all_evaluators_or_none(
     runner = BackgroundRunner(
         RunnerConfig([AnswerLength(), HasContext()], sample_rate=0.5), emitter
     )
-    turns = [_random_turn() for _ in range(400)]
+    turns = [random_turn() for _ in range(400)]
     chosen = [turn for turn in turns if runner.submit(turn)]
     assert runner.force_flush(10)
     assert 120 < len(chosen) < 280
@@ -217,7 +210,7 @@ def test_per_evaluator_rate_scores_a_subset_of_the_traces(
     )
     runner = BackgroundRunner(config, emitter)
     for _ in range(300):
-        runner.submit(_random_turn())
+        runner.submit(random_turn())
     assert runner.force_flush(10)
     counts = telemetry.counts()
     assert counts[("answer_length", "ok")] == 300

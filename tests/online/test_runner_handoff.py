@@ -7,7 +7,6 @@ exactly once (also when many threads submit across a shutdown), and the metric p
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 
@@ -15,14 +14,7 @@ from groundwire import RagTurn, Score, semconv
 from groundwire.emit import Emitter
 from groundwire.runner import BackgroundRunner, RunnerConfig
 
-from .conftest import AnswerLength, Telemetry, make_turn
-
-
-def _random_turn() -> RagTurn:
-    """A turn in a random trace (so that sampling at 0.5 keeps about half)."""
-    return RagTurn(
-        query="q", contexts=["c"], answer="a", trace_id=secrets.token_hex(16), span_id="1" * 16
-    )
+from .conftest import AnswerLength, Telemetry, make_turn, random_turn
 
 
 class _Busy:
@@ -89,7 +81,7 @@ def test_threads_submitting_across_a_shutdown_lose_no_turn(
     per outcome equal the turn counts."""
     config = RunnerConfig([AnswerLength()], workers=1, max_queue_size=20, sample_rate=0.5)
     runner = BackgroundRunner(config, emitter)
-    pool = [_random_turn() for _ in range(1_000)]
+    pool = [random_turn() for _ in range(1_000)]
     threads_n = 4
     calls = [0] * threads_n
     start, stop = threading.Barrier(threads_n + 1), threading.Event()

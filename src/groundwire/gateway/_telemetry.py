@@ -113,12 +113,45 @@ class Providers:
             meter_provider.shutdown(timeout_millis=max(1.0, share * 1000))
 
 
+def _grpc_options(config: GatewayConfig) -> dict[str, Any]:
+    """Keyword arguments of the SDK's OTLP/gRPC exporters for the forward endpoint."""
+    import grpc  # type: ignore[import-untyped]
+
+    target, secure = grpc_target(config.forward)
+    credentials = None
+    if secure:
+        root = None
+        if config.forward_ca_file:
+            with open(config.forward_ca_file, "rb") as file:
+                root = file.read()
+        credentials = grpc.ssl_channel_credentials(root_certificates=root)
+    gzip = config.forward_compression == "gzip"
+    return {
+        "endpoint": target,
+        "insecure": not secure,
+        "credentials": credentials,
+        "headers": dict(config.forward_headers),
+        "timeout": config.forward_timeout_s,
+        "compression": grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression,
+    }
+
+
+def _http_options(config: GatewayConfig) -> dict[str, Any]:
+    """Keyword arguments of the SDK's OTLP/HTTP exporters (all but the endpoint)."""
+    from opentelemetry.exporter.otlp.proto.http import Compression
+
+    gzip = config.forward_compression == "gzip"
+    return {
+        "headers": dict(config.forward_headers),
+        "timeout": config.forward_timeout_s,
+        "compression": Compression.Gzip if gzip else Compression.NoCompression,
+        "certificate_file": config.forward_ca_file,
+    }
+
+
 def _exporters(config: GatewayConfig, *, spans: bool = True) -> tuple[Any, Any]:
     """The OTLP span (unless not `spans`: None) and metric exporters for the forward endpoint."""
-    headers = dict(config.forward_headers)
-    gzip = config.forward_compression == "gzip"
     if config.forward_protocol == "grpc":
-        import grpc  # type: ignore[import-untyped]
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
             OTLPMetricExporter as GrpcMetricExporter,
         )
@@ -126,35 +159,13 @@ def _exporters(config: GatewayConfig, *, spans: bool = True) -> tuple[Any, Any]:
             OTLPSpanExporter as GrpcSpanExporter,
         )
 
-        target, secure = grpc_target(config.forward)
-        credentials = None
-        if secure:
-            root = None
-            if config.forward_ca_file:
-                with open(config.forward_ca_file, "rb") as file:
-                    root = file.read()
-            credentials = grpc.ssl_channel_credentials(root_certificates=root)
-        compression = grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression
-        common: dict[str, Any] = {
-            "endpoint": target,
-            "insecure": not secure,
-            "credentials": credentials,
-            "headers": headers,
-            "timeout": config.forward_timeout_s,
-            "compression": compression,
-        }
+        common = _grpc_options(config)
         return GrpcSpanExporter(**common) if spans else None, GrpcMetricExporter(**common)
-    from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     base = config.forward.rstrip("/")
-    http_common: dict[str, Any] = {
-        "headers": headers,
-        "timeout": config.forward_timeout_s,
-        "compression": Compression.Gzip if gzip else Compression.NoCompression,
-        "certificate_file": config.forward_ca_file,
-    }
+    http_common = _http_options(config)
     return (
         OTLPSpanExporter(endpoint=base + "/v1/traces", **http_common) if spans else None,
         OTLPMetricExporter(endpoint=base + "/v1/metrics", **http_common),
@@ -163,40 +174,16 @@ def _exporters(config: GatewayConfig, *, spans: bool = True) -> tuple[Any, Any]:
 
 def _log_exporter(config: GatewayConfig) -> Any:
     """The OTLP log record exporter for the forward endpoint (the result events)."""
-    headers = dict(config.forward_headers)
-    gzip = config.forward_compression == "gzip"
     if config.forward_protocol == "grpc":
-        import grpc
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
             OTLPLogExporter as GrpcLogExporter,
         )
 
-        target, secure = grpc_target(config.forward)
-        credentials = None
-        if secure:
-            root = None
-            if config.forward_ca_file:
-                with open(config.forward_ca_file, "rb") as file:
-                    root = file.read()
-            credentials = grpc.ssl_channel_credentials(root_certificates=root)
-        return GrpcLogExporter(
-            endpoint=target,
-            insecure=not secure,
-            credentials=credentials,
-            headers=headers,
-            timeout=config.forward_timeout_s,
-            compression=grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression,
-        )
-    from opentelemetry.exporter.otlp.proto.http import Compression
+        return GrpcLogExporter(**_grpc_options(config))
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 
-    return OTLPLogExporter(
-        endpoint=config.forward.rstrip("/") + "/v1/logs",
-        headers=headers,
-        timeout=config.forward_timeout_s,
-        compression=Compression.Gzip if gzip else Compression.NoCompression,
-        certificate_file=config.forward_ca_file,
-    )
+    endpoint = config.forward.rstrip("/") + "/v1/logs"
+    return OTLPLogExporter(endpoint=endpoint, **_http_options(config))
 
 
 def _prometheus_reader() -> MetricReader | None:
