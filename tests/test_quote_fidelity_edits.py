@@ -17,7 +17,7 @@ def _compare(quote: str, source: str) -> Fidelity:
     return compare(quote, fold(quote), source, norm, 0, len(norm.text))
 
 
-def _edits(quote: str, source: str) -> list[_Edit]:
+def edit_rows(fidelity: Fidelity) -> list[_Edit]:
     """Each edit as (kind, quote words, source words, quote offsets, source offsets)."""
     return [
         (
@@ -29,8 +29,13 @@ def _edits(quote: str, source: str) -> list[_Edit]:
             e.source_start,
             e.source_end,
         )
-        for e in _compare(quote, source).edits
+        for e in fidelity.edits
     ]
+
+
+def _edits(quote: str, source: str) -> list[_Edit]:
+    """The edits of `quote` against `source`, as rows."""
+    return edit_rows(_compare(quote, source))
 
 
 @pytest.mark.parametrize(

@@ -9,13 +9,14 @@ import pytest
 from groundwire.evaluators.quote_verification._fidelity import compare
 from groundwire.evaluators.quote_verification._normalise import fold, normalise
 
+from .test_quote_fidelity_edits import _Edit, edit_rows
+
 _LIBRARY = (
     "The library was stocked with four hundred volumes donated by the shipping families of "
     "the town."
 )
 _PLACES = "in the old kitchen cupboard, the staircase, the bookshelves and the garden"  # 74 chars
 
-_Edit = tuple[str, str, str, int, int, int, int]
 _Seen = tuple[list[_Edit], list[str]]
 
 
@@ -24,19 +25,7 @@ def _seen(quote: str, document: str, span: str) -> _Seen:
     norm = normalise(document)
     start = norm.text.index(span.lower())
     fidelity = compare(quote, fold(quote), document, norm, start, start + len(span))
-    edits: list[_Edit] = [
-        (
-            e.kind,
-            e.quote_text,
-            e.source_text,
-            e.quote_start,
-            e.quote_end,
-            e.source_start,
-            e.source_end,
-        )
-        for e in fidelity.edits
-    ]
-    return edits, [change.describe() for change in fidelity.changes]
+    return edit_rows(fidelity), [change.describe() for change in fidelity.changes]
 
 
 @pytest.mark.parametrize(
