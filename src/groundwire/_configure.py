@@ -43,6 +43,7 @@ from groundwire._deadline import run_until
 from groundwire._env import FALSE, TRUE, env_flag, env_list, env_str
 from groundwire._evaluator import AnyEvaluator
 from groundwire._registry import resolve_evaluators
+from groundwire._switch import DEFAULT_SWITCH_INTERVAL_S, SwitchInterval, check_switch_interval
 from groundwire._types import RagTurn
 from groundwire.capture import LIVE_CONTENT, CaptureConfig
 from groundwire.emit import Emitter, resolve_events
@@ -328,6 +329,8 @@ class OnlineEvaluation:
     _push_reader: MetricReader | None = None
     _closed: bool = False
     _froze_gc: bool = False
+    _switch: SwitchInterval | None = None
+    """The thread switch interval `configure()` set, restored by `shutdown()`."""
 
     @property
     def prometheus_url(self) -> str | None:
@@ -395,6 +398,8 @@ class OnlineEvaluation:
         LIVE_CONTENT.enabled = False
         if self._froze_gc:
             gc.unfreeze()  # what configure() froze is collectable again
+        if self._switch is not None:
+            self._switch.restore()
         unfinished = [outcome.name for outcome in outcomes if not outcome.done]
         self._report(timeout_s, unfinished)
         return drained and not unfinished and self._spans_not_exported() == 0
@@ -557,6 +562,7 @@ def configure(
     shutdown_timeout_s: float = 10.0,
     exit_timeout_s: float | None = None,
     gc_freeze: bool | None = None,
+    switch_interval_s: float | None = None,
 ) -> OnlineEvaluation:
     """Score the app's RAG turns as they happen and emit the scores as telemetry.
 
@@ -572,6 +578,14 @@ def configure(
         freeze = _pick(gc_freeze, env_flag(semconv.ENV_GC_FREEZE), True)
         if not isinstance(freeze, bool):
             raise TypeError(f"gc_freeze must be True or False, got {gc_freeze!r}")
+        switch_env = _env_number(semconv.ENV_SWITCH_INTERVAL, float)
+        switch = check_switch_interval(
+            _pick(switch_interval_s, switch_env, DEFAULT_SWITCH_INTERVAL_S),
+            "switch_interval_s"
+            if switch_interval_s is not None or switch_env is None
+            else semconv.ENV_SWITCH_INTERVAL,
+        )
+        switch_explicit = switch_interval_s is not None or switch_env is not None
         given = {
             "evaluators": evaluators,
             "inline": inline,
@@ -611,6 +625,8 @@ def configure(
     if freeze:
         gc.freeze()  # startup objects leave full collections, whose pauses hit the app's turns
         online._froze_gc = True
+    # groundwire's busy threads hold the GIL up to the interval each time an app thread wakes
+    online._switch = SwitchInterval.apply(switch, explicit=switch_explicit)
     atexit.register(_shutdown_at_exit)
     return online
 

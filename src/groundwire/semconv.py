@@ -248,6 +248,8 @@ ENV_EXECUTOR: Final = "GROUNDWIRE_EXECUTOR"
 """Where sync evaluators run: `threads` (default) or `process` (one worker process)."""
 ENV_GC_FREEZE: Final = "GROUNDWIRE_GC_FREEZE"
 """`true` (default) or `false`: end `configure()` with `gc.freeze()` (see docs/online.md)."""
+ENV_SWITCH_INTERVAL: Final = "GROUNDWIRE_SWITCH_INTERVAL_S"
+"""Seconds: the thread switch interval `configure()` sets (default 0.001; 0 leaves it alone)."""
 ENV_EXIT_TIMEOUT: Final = "GROUNDWIRE_EXIT_TIMEOUT"
 """Seconds the exit hook may take to drain and export (default 3; see docs/online.md)."""
 

@@ -50,6 +50,7 @@ def _configure(telemetry: Telemetry, **options: Any) -> Any:
         (semconv.ENV_PROMETHEUS_PORT, "70000", "0-65535"),
         (semconv.ENV_JUDGE_TIMEOUT, "abc", ""),
         (semconv.ENV_GC_FREEZE, "sometimes", "true/false"),
+        (semconv.ENV_SWITCH_INTERVAL, "2", "up to 1"),
         (semconv.ENV_EXECUTOR, "gpu", "threads"),
     ],
 )
