@@ -139,19 +139,30 @@ def online() -> Row:
     tail = r.get("tail")
     if tail:
         rows = tail["rows"]
-        base = rows["capture-only|up"]["p99_ms"]["median"]
-        ratio = rows["background threads|up"]["p99_ms"]["median"] / base
+
+        def ratio(mode: str, collector: str, base: str = "capture-only") -> float:
+            """p99 of `mode` over the base's p99, with the Collector up or down."""
+            p99 = rows[f"{mode}|{collector}"]["p99_ms"]["median"]
+            return float(p99 / rows[f"{base}|{collector}"]["p99_ms"]["median"])
+
+        threads = [ratio("background threads", c) for c in ("up", "down")]
+        process = [ratio("worker process", c) for c in ("up", "down")]
+        before = ratio("background threads", "up", "capture-only, Python's 5 ms")
         scored = [run["scored"] for run in tail["raw"]["background threads|up"]]
         cells.append(
-            f"p99 turn latency **{ratio:.2f}x** capture-only with a 20 ms model "
+            f"p99 turn latency with a 20 ms model vs capture-only at the same switch interval: "
+            f"threads **{threads[0]:.2f}x** / **{threads[1]:.2f}x** (Collector up / down), "
+            f"worker process {process[0]:.2f}x / {process[1]:.2f}x; threads {before:.2f}x the "
+            f"app's p99 before groundwire (Python's 5 ms interval) "
             f"({min(scored)}–{max(scored)} of {tail['turns'] + tail['warmup_turns']} turns scored "
             "before the shutdown deadline)"
         )
-        ok = ok and ratio <= 1.1
+        ok = ok and max(threads) <= 1.1
     return (
         _link("online", "online evaluation") + " in the background, LangChain app",
         "; ".join(cells),
-        f"app-thread CPU < 5%, `submit`/`on_end` p99 < 50 µs, turn p99 ≤ 1.1x capture-only: "
+        f"app-thread CPU < 5%, `submit`/`on_end` p99 < 50 µs, turn p99 ≤ 1.1x capture-only "
+        f"(threads, Collector up and down): "
         f"{_met(ok)}",
     )
 
@@ -219,29 +230,41 @@ def offline() -> Row:
     r = _load("offline")
     read, end = r["read"], r["end_to_end_quoted_spans"]
     rss = read["rss_mb_at_quarters"] + end["rss_mb_at_quarters"]
+    bare = r.get("read_without_duplicate_memory")
+    flat = bare["rss_mb_at_quarters"] if bare else rss
+    scoring = r["scoring_slice"]
     cells = [
         f"reading {read['spans_per_s']:,.0f} spans/s "
         f"({read['spans_per_s'] / r['peer_protobuf_parse']['spans_per_s']:.1f}x protobuf's JSON "
         "parse alone)",
-        f"RSS {min(rss):.0f}–{max(rss):.0f} MB at each quarter of the "
-        f"{r['file']['bytes'] / 2**20:.0f} MB file (flat, not growing with it)",
-        f"`--workers 2` **{r['scoring_slice']['speedup_2_over_1']:.2f}x** one worker",
+        f"RSS {min(flat):.0f}–{max(flat):.0f} MB at each quarter of the "
+        f"{r['file']['bytes'] / 2**20:.0f} MB file without the duplicate-id memory, "
+        f"{min(rss):.0f}–{max(rss):.0f} MB with it (capped at 200,000 spans)",
+        f"`--workers 2` **{scoring['speedup_2_over_1']:.2f}x** one worker (deterministic "
+        f"evaluators), **{scoring['heavy_speedup_2_over_1']:.2f}x** with the embedder",
     ]
     rotated = r.get("rotated")
-    ok = max(rss) - min(rss) < 16
+    ok = max(flat) - min(flat) < 16
     if rotated:
         engines = rotated["engines"]
+        caps = ""
+        if "local_speedup_cap_2_cores" in engines:
+            caps = (
+                f", against caps of {engines['local_speedup_cap_2_cores']:.2f}x and "
+                f"{engines['ray_speedup_cap_2_cores']:.2f}x set by the CPU each turn costs"
+            )
         cells.append(
             f"{rotated['parts']} rotated parts: local 2 workers {engines['local_speedup']:.2f}x, "
-            f"Ray 2 workers {engines['ray_speedup']:.2f}x of 1 (outputs identical: "
-            f"{'yes' if engines['identical_outputs'] else 'NO'}; load average "
-            f"{rotated['load_average_1m_at_end']:.0f} at the end)"
+            f"Ray 2 workers {engines['ray_speedup']:.2f}x of 1{caps} (outputs identical: "
+            f"{'yes' if engines['identical_outputs'] else 'NO'})"
         )
-        ok = ok and engines["identical_outputs"] and engines["ray_speedup"] >= 1.8
+        ok = ok and engines["identical_outputs"]
+        ok = ok and min(engines["local_speedup"], engines["ray_speedup"]) >= 1.8
     return (
         _link("offline", "offline re-scoring") + ", generated OTLP/JSON file",
         "; ".join(cells),
-        f"flat memory, identical rows, ≥ 0.8 efficiency per added core: {_met(ok)}",
+        f"flat memory besides the capped duplicate-id memory, identical rows, ≥ 0.8 efficiency "
+        f"per added core: {_met(ok)}",
     )
 
 
