@@ -139,10 +139,12 @@ def test_case_fold_that_would_expand_keeps_offsets() -> None:
     st.lists(st.sampled_from(["ab", "Cd", "ß", "É", " ", "\n", "  ", "x.y", "’", "—"]), min_size=3),
     st.data(),
 )
-def test_any_substring_is_an_exact_hit_at_a_matching_span(
+def test_any_substring_that_cuts_no_word_is_an_exact_hit_at_a_matching_span(
     pieces: list[str], data: st.DataObject
 ) -> None:
-    """Property: any substring of a document is found exactly, and the span normalises to it."""
+    """Property: a substring of a document is found exactly, at a span that normalises to it,
+    when it occurs somewhere without starting or ending inside a word; otherwise never exactly
+    ("grew 5" is not in "grew 50")."""
     text = "".join(pieces)
     start = data.draw(st.integers(0, len(text) - 1))
     end = data.draw(st.integers(start + 1, len(text)))
@@ -150,9 +152,67 @@ def test_any_substring_is_an_exact_hit_at_a_matching_span(
     if not quote.strip():
         return
     (row,) = verify_quotes([quote], [text], embedder=None)
+    needle = normalise_quote(quote)
+    edges = (
+        (r"(?<!\w)" if re.match(r"\w", needle[0]) else "")
+        + re.escape(needle)
+        + (r"(?!\w)" if re.match(r"\w", needle[-1]) else "")
+    )
+    if re.search(edges, normalise(text).text) is None:
+        assert row.match_kind != "exact"
+        return
     assert row.match_kind == "exact"
     check_offsets(row, {"doc_0": text})
-    assert normalise_quote(row.span_text) == normalise_quote(quote)
+    assert normalise_quote(row.span_text) == needle
+
+
+@pytest.mark.parametrize(
+    ("quote", "document", "span"),
+    [
+        ("revenue grew 5", "Revenue grew 50% this year.", "Revenue grew 50"),
+        (
+            "the board approved fiv",
+            "Then the board approved five projects.",
+            "the board approved five",
+        ),
+        ("7 per cent", "Costs rose 17 per cent.", "17 per cent"),
+    ],
+)
+def test_a_quote_that_stops_inside_a_source_word_is_not_an_exact_hit(
+    quote: str, document: str, span: str
+) -> None:
+    """A quote cut inside a word of the source is not that word: it is located (fuzzy, snapped to
+    whole words) below a ratio of 1; a changed number is flagged and said, a clipped word is an
+    edit like a typo."""
+    (row,) = verify_quotes([quote], [document], embedder=None)
+    assert row.match_kind == "fuzzy"
+    assert row.span_text == span
+    assert row.match_ratio < 1.0
+    number = any(ch.isdigit() for ch in quote)
+    assert row.low_confidence is number
+    assert [c.kind for c in row.meaning_changes] == (["number"] if number else [])
+
+
+def test_an_occurrence_inside_a_word_is_skipped_for_a_whole_one_later() -> None:
+    """The first occurrence is inside longer words; the exact hit is the later whole one."""
+    document = "Weather reports. Then the report said it rained."
+    (row,) = verify_quotes(["the report said"], [document], embedder=None)
+    assert row.match_kind == "exact"
+    assert (row.global_start, row.global_end) == (22, 37)
+
+
+@pytest.mark.parametrize(
+    ("quote", "document"),
+    [
+        ("東京タワーの高さは", "東京タワーの高さは333メートルです。"),
+        ("ตึกสูงมาก", "วันนี้ตึกสูงมากจริงๆ"),
+    ],
+)
+def test_scripts_written_without_spaces_still_get_exact_hits(quote: str, document: str) -> None:
+    """In Japanese or Thai any character boundary may end a word: an inner substring is exact."""
+    (row,) = verify_quotes([quote], [document], embedder=None)
+    assert row.match_kind == "exact"
+    assert row.span_text == quote
 
 
 def test_normalised_offsets_point_at_original_characters() -> None:

@@ -157,3 +157,20 @@ def test_every_occurrence_of_the_head_is_tried() -> None:
     (row,) = verify_quotes(["alpha beta ... gamma delta"], [doc], embedder=None)
     assert row.span_text == "alpha beta two gamma delta"
     assert (row.doc_start, row.match_ratio) == (22, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("quote", "exact"),
+    [
+        ("...ta gamma delta", True),  # the ellipsis side may cut "beta"
+        ("alpha beta gamma del...", True),  # and "delta"
+        ("alpha beta ... gamma del", False),  # the quote's own end may not: "del" is not "delta"
+        ("pha beta ... gamma delta", False),  # nor its own start: "pha" is not "alpha"
+    ],
+)
+def test_only_a_side_facing_an_ellipsis_may_stop_inside_a_word(quote: str, exact: bool) -> None:
+    """An ellipsis marks left-out text, so the part next to it may stop inside a word; the
+    quote's own first and last words must be whole, or the match is below 1 (found fuzzily)."""
+    doc = "Our findings: alpha beta gamma delta were all observed in the field."
+    (row,) = verify_quotes([quote], [doc], embedder=None)
+    assert (row.match_ratio == 1.0) is exact, row

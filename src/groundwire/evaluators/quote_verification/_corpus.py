@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import bisect
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import TypeAlias
 
 import numpy as np
@@ -12,7 +15,7 @@ from groundwire.evaluators.quote_verification._bm25 import DocumentTokens, Windo
 from groundwire.evaluators.quote_verification._normalise import NormalisedText, normalise
 from groundwire.evaluators.quote_verification._windows import Window, make_windows
 
-__all__ = ["DOC_SEPARATOR", "Corpus", "Documents", "coerce_documents"]
+__all__ = ["DOC_SEPARATOR", "Corpus", "Documents", "coerce_documents", "find_whole"]
 
 Documents: TypeAlias = Mapping[str, str] | Sequence[str]
 """Documents by name, or a list (named doc_0, doc_1, ...)."""
@@ -21,6 +24,41 @@ DOC_SEPARATOR = "\n\n"
 """What `global_start`/`global_end` assume between consecutive documents."""
 _NORMALISED_SEPARATOR = "\n"
 """Never occurs in normalised text or quotes (whitespace becomes a space), so no hit crosses it."""
+_WORD = re.compile(r"\w")
+_UNSPACED_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "THAI", "LAO", "KHMER", "MYANMAR", "TIBETAN")
+"""Scripts written without spaces between words: any character boundary may be a word edge."""
+
+
+@lru_cache(maxsize=4096)
+def _in_word(char: str) -> bool:
+    """True for a character of a space-separated word (a letter or digit of Latin, Cyrillic...)."""
+    if not _WORD.match(char):
+        return False
+    return not unicodedata.name(char, "").startswith(_UNSPACED_SCRIPTS)
+
+
+def _cuts_a_word(text: str, start: int, end: int, open_start: bool, open_end: bool) -> bool:
+    """True when text[start:end] begins or ends inside a word: "grew 5" in "grew 50%" (an open
+    side is an ellipsis side, where the quote may stop anywhere)."""
+    if not open_start and start > 0 and _in_word(text[start]) and _in_word(text[start - 1]):
+        return True
+    return not open_end and end < len(text) and _in_word(text[end - 1]) and _in_word(text[end])
+
+
+def find_whole(
+    text: str, needle: str, start: int = 0, *, open_start: bool = False, open_end: bool = False
+) -> int:
+    """The first position >= `start` where `needle` stands in `text` without cutting a word, or -1.
+
+    A quote that stops inside a word of the source is not that word: "revenue grew 5" is not in
+    "revenue grew 50%", so it must not count as a verbatim hit (the number changed). The side of
+    an ellipsis part that faces the ellipsis is `open`: "gam...ma" may cut "gamma"."""
+    position = text.find(needle, start)
+    while position >= 0 and _cuts_a_word(
+        text, position, position + len(needle), open_start, open_end
+    ):
+        position = text.find(needle, position + 1)
+    return position
 
 
 def coerce_documents(documents: object) -> list[tuple[str, str]]:
@@ -68,17 +106,21 @@ class Corpus:
         """The document a position of the joined normalised text falls in."""
         return bisect.bisect_right(self._joined_starts, position) - 1
 
-    def find_exact(self, quote: str, limit: int = 1) -> list[tuple[int, int, int]]:
-        """Up to `limit` occurrences of a normalised quote: (doc, start, end) in normalised text."""
+    def find_exact(
+        self, quote: str, limit: int = 1, *, open_start: bool = False, open_end: bool = False
+    ) -> list[tuple[int, int, int]]:
+        """Up to `limit` occurrences of a normalised quote that cut no word (but on an `open`,
+        ellipsis side): (doc, start, end) in normalised text."""
         hits: list[tuple[int, int, int]] = []
         if not quote:
             return hits
-        position = self._joined.find(quote)
+        sides = {"open_start": open_start, "open_end": open_end}
+        position = find_whole(self._joined, quote, **sides)
         while position >= 0 and len(hits) < limit:
             doc = self._locate(position)
             start = position - self._joined_starts[doc]
             hits.append((doc, start, start + len(quote)))
-            position = self._joined.find(quote, position + 1)
+            position = find_whole(self._joined, quote, position + 1, **sides)
         return hits
 
     def find_verbatim(self, quote: str, first: tuple[int, int, int]) -> tuple[int, int, int] | None:
@@ -90,7 +132,7 @@ class Corpus:
         if self.texts[doc][lo:hi] == quote:
             return first
         for index, text in enumerate(self.texts):
-            position = text.find(quote)
+            position = find_whole(text, quote)
             if position >= 0:
                 offsets = self.norms[index].offsets
                 n_start = int(np.searchsorted(offsets, position, side="left"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from groundwire.evaluators.quote_verification._bm25 import WindowIndex, tokenize
-from groundwire.evaluators.quote_verification._corpus import Corpus
+from groundwire.evaluators.quote_verification._corpus import Corpus, find_whole
 from groundwire.evaluators.quote_verification._ellipsis import (
     GapFunction,
     Located,
@@ -76,10 +76,13 @@ class Locator:
                     return Located(*verbatim, 1.0, None, None, "exact")
             return Located(*hit[0], 1.0, None, None, "exact")
         parts = split_ellipsis(quote)
+        # a side that faces an ellipsis may stop inside a word ("gam...ma")
+        open_start = bool(parts) and not quote.startswith(parts[0])
+        open_end = bool(parts) and not quote.endswith(parts[-1])
         if len(parts) >= 2:
-            return self._locate_ellipsis(parts[0], parts[-1])
+            return self._locate_ellipsis(parts[0], parts[-1], open_start, open_end)
         if parts and parts[0] != quote:
-            hit = self._corpus.find_exact(parts[0])
+            hit = self._corpus.find_exact(parts[0], open_start=open_start, open_end=open_end)
             if hit:
                 return Located(*hit[0], 1.0, None, None, "exact")
             quote = parts[0]
@@ -151,20 +154,22 @@ class Locator:
             best = wider
         return best
 
-    def _part_candidates(self, part: str) -> list[Located]:
+    def _part_candidates(self, part: str, open_start: bool, open_end: bool) -> list[Located]:
         """Exact occurrences of an ellipsis part, else its best trimmed BM25 spans."""
-        hits = self._corpus.find_exact(part, limit=_MAX_OCCURRENCES)
+        hits = self._corpus.find_exact(
+            part, limit=_MAX_OCCURRENCES, open_start=open_start, open_end=open_end
+        )
         if hits:
             return [Located(*hit, 1.0, None, None, "exact") for hit in hits]
         return self._candidates(part)
 
-    def _tails_after(self, heads: list[Located], tail: str) -> list[Located]:
+    def _tails_after(self, heads: list[Located], tail: str, open_end: bool) -> list[Located]:
         """Tail spans searched right after each head (for tails BM25 alone does not rank high)."""
         found: list[Located] = []
         limit = self._options.ellipsis_max_gap
         for head in heads[:_TOP_WINDOWS]:
             text = self._corpus.norms[head.doc].text
-            position = text.find(tail, head.end)
+            position = find_whole(text, tail, head.end, open_start=True, open_end=open_end)
             if position >= 0:
                 found.append(
                     Located(head.doc, position, position + len(tail), 1.0, None, None, "exact")
@@ -180,15 +185,17 @@ class Locator:
             found.append(Located(head.doc, span.start, span.end, span.ratio, None, None, "fuzzy"))
         return found
 
-    def _locate_ellipsis(self, head: str, tail: str) -> Located | None:
+    def _locate_ellipsis(
+        self, head: str, tail: str, open_start: bool, open_end: bool
+    ) -> Located | None:
         """Head and tail located separately; the span runs from head start to tail end."""
         max_gap = self._options.ellipsis_max_gap
-        heads = self._part_candidates(head)
-        tails = self._part_candidates(tail)
+        heads = self._part_candidates(head, open_start, True)
+        tails = self._part_candidates(tail, True, open_end)
         pair = best_pair(head, tail, heads, tails, self._gap, max_gap)
         if heads and (pair is None or pair[1].ratio < _GOOD_ENOUGH):
             # the tail may be too common for BM25 to rank its window: look right after each head
-            tails = tails + self._tails_after(heads, tail)
+            tails = tails + self._tails_after(heads, tail, open_end)
             pair = best_pair(head, tail, heads, tails, self._gap, max_gap)
         if pair is not None:
             first, second = pair
