@@ -174,3 +174,44 @@ def test_only_a_side_facing_an_ellipsis_may_stop_inside_a_word(quote: str, exact
     doc = "Our findings: alpha beta gamma delta were all observed in the field."
     (row,) = verify_quotes([quote], [doc], embedder=None)
     assert (row.match_ratio == 1.0) is exact, row
+
+
+@pytest.mark.parametrize(
+    ("quote", "span"),
+    [
+        ("…pha beta … gamma delta", "pha beta gamma delta"),  # head cut on its ellipsis side
+        ("alpha beta … gamma del…", "alpha beta gamma del"),  # tail cut on its ellipsis side
+        (  # a long tail cut where the ellipsis is: found exactly, not as a near-perfect fuzzy span
+            "alpha beta gam...ma delta were all observed in the field",
+            "alpha beta gamma delta were all observed in the field",
+        ),
+        ("alpha ... gamma ... were all observed", "alpha beta gamma delta were all observed"),
+    ],
+)
+def test_ellipsis_parts_cut_on_their_ellipsis_sides_and_the_last_part_is_the_tail(
+    quote: str, span: str
+) -> None:
+    """Head and tail of several-part quotes may stop inside a word where they meet an ellipsis,
+    at either end of the quote; the span runs from the first part to the last."""
+    doc = "Our findings: alpha beta gamma delta were all observed in the field."
+    (row,) = verify_quotes([quote], [doc], embedder=None)
+    assert (row.match_kind, row.match_ratio, row.span_text) == ("ellipsis", 1.0, span)
+
+
+@pytest.mark.parametrize(
+    "quote",
+    ["alpha beta gam...ma delta", "alpha beta ... gamma del…", "alpha beta ... gamma delta"],
+)
+def test_a_tail_beyond_the_first_occurrences_is_found_right_after_the_head(quote: str) -> None:
+    """The tail occurs 20 times before the head (more than the occurrences paired), so it is
+    found by the search right after the head, with the same word-edge rules."""
+    doc = "gamma delta. " * 20 + "Then alpha beta gamma delta."
+    (row,) = verify_quotes([quote], [doc], embedder=None)
+    assert (row.match_kind, row.match_ratio, row.doc_start) == ("ellipsis", 1.0, 265)
+
+
+@pytest.mark.parametrize("quote", ["…", "[...]", "... …"])
+def test_a_quote_of_only_an_ellipsis_is_not_found(quote: str) -> None:
+    """Nothing but an ellipsis: no part to look for, nothing found, no error."""
+    (row,) = verify_quotes([quote], ["Our findings: alpha beta."], embedder=None)
+    assert (row.match_kind, row.match_ratio, row.span_text) == ("none", 0.0, "")

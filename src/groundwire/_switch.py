@@ -62,9 +62,7 @@ class SwitchInterval:
         sys.setswitchinterval(seconds)
         return cls(previous=current, applied=sys.getswitchinterval())
 
-    def restore(self) -> bool:
-        """Put the earlier interval back, unless someone changed it since; True when restored."""
-        if abs(sys.getswitchinterval() - self.applied) > _SAME:
-            return False
-        sys.setswitchinterval(self.previous)
-        return True
+    def restore(self) -> None:
+        """Put the earlier interval back, unless someone changed it since (theirs stands)."""
+        if abs(sys.getswitchinterval() - self.applied) <= _SAME:
+            sys.setswitchinterval(self.previous)

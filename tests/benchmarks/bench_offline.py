@@ -573,7 +573,8 @@ the pipes, a third busy process on two cores) and {e["ray_cpu_added_by_second_wo
 share. Ray already spends {e["ray_1"]["machine_cpu_us_per_turn"]["median"]:,.0f} µs of CPU a turn
 with 1 worker, against {e["local_1"]["machine_cpu_us_per_turn"]["median"]:,.0f} µs locally: its
 stages (every span fragment pickled into rows, a sort-based shuffle by trace, rows through the
-object store) cost about as much as the scoring; which of them dominates is not measured here. Two cores do at most two CPU-seconds a second, so with that much work
+object store) cost about as much as the scoring; which of them dominates is not measured
+here. Two cores do at most two CPU-seconds a second, so with that much work
 per turn the speed-up over 1 worker cannot pass {e["local_speedup_cap_2_cores"]:.2f}x (local) and
 {e["ray_speedup_cap_2_cores"]:.2f}x (Ray) on this machine, however well the work is scheduled:
 the measured speed-up reaches {e["local_speedup"] / e["local_speedup_cap_2_cores"]:.0%} and

@@ -100,6 +100,15 @@ def test_a_change_made_after_configure_is_not_undone(telemetry: Telemetry) -> No
     assert sys.getswitchinterval() == pytest.approx(0.004)
 
 
+@pytest.mark.parametrize("seconds", [1.0, 1e-6])
+def test_the_bounds_are_accepted(telemetry: Telemetry, seconds: float) -> None:
+    """One second and one microsecond are the longest and shortest intervals allowed."""
+    groundwire.configure(**_options(telemetry, switch_interval_s=seconds))
+    assert sys.getswitchinterval() == pytest.approx(seconds)
+    groundwire.shutdown(2)
+    assert sys.getswitchinterval() == pytest.approx(0.005)
+
+
 @pytest.mark.parametrize(
     ("value", "error", "words"),
     [
