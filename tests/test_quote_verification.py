@@ -193,12 +193,25 @@ def test_a_quote_that_stops_inside_a_source_word_is_not_an_exact_hit(
     assert [c.kind for c in row.meaning_changes] == (["number"] if number else [])
 
 
-def test_an_occurrence_inside_a_word_is_skipped_for_a_whole_one_later() -> None:
-    """The first occurrence is inside longer words; the exact hit is the later whole one."""
-    document = "Weather reports. Then the report said it rained."
+def test_an_occurrence_inside_a_word_is_skipped_for_the_first_whole_one() -> None:
+    """The first occurrence is inside longer words; the exact hit is the next whole one (not a
+    later one)."""
+    document = "Weather reports. Then the report said it. And the report said more."
     (row,) = verify_quotes(["the report said"], [document], embedder=None)
     assert row.match_kind == "exact"
     assert (row.global_start, row.global_end) == (22, 37)
+
+
+@pytest.mark.parametrize(
+    "first",
+    ["The Report said so. Bathe report said no.", "The Report said so. Then the report saidx."],
+)
+def test_a_verbatim_occurrence_must_be_whole_too(first: str) -> None:
+    """The verbatim search (same case) skips occurrences that cut a word at either end, so the
+    span is the whole verbatim one in the next document, not the first normalised hit."""
+    documents = {"a": first, "b": "Later, the report said yes."}
+    (row,) = verify_quotes(["the report said"], documents, embedder=None)
+    assert (row.source_doc, row.doc_start, row.match_kind) == ("b", 7, "exact")
 
 
 @pytest.mark.parametrize(

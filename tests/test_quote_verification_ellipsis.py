@@ -200,7 +200,12 @@ def test_ellipsis_parts_cut_on_their_ellipsis_sides_and_the_last_part_is_the_tai
 
 @pytest.mark.parametrize(
     "quote",
-    ["alpha beta gam...ma delta", "alpha beta ... gamma del…", "alpha beta ... gamma delta"],
+    [
+        "alpha beta gam...ma delta",
+        "alpha be...ma delta",  # the tail cut on its ellipsis side, further than the head's end
+        "alpha beta ... gamma del…",
+        "alpha beta ... gamma delta",
+    ],
 )
 def test_a_tail_beyond_the_first_occurrences_is_found_right_after_the_head(quote: str) -> None:
     """The tail occurs 20 times before the head (more than the occurrences paired), so it is
