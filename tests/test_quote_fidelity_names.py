@@ -112,3 +112,37 @@ def test_identifiers_are_names_in_any_case(quote: str, source: str, reasons: lis
 def test_a_recased_acronym_changes_nothing() -> None:
     """ "nasa" for "NASA": case alone is never a change."""
     assert _reasons("ask NASA now", "ask nasa now") == []
+
+
+@pytest.mark.parametrize(
+    ("quote", "source", "reasons"),
+    [
+        # another file, another option, another path: two letters apart in all, but a whole part
+        (
+            "edit config.toml first",
+            "edit config.yaml first",
+            ["entity changed: 'config.yaml' -> 'config.toml'"],
+        ),
+        (
+            "set max_retries first",
+            "set max_retrys first",
+            ["entity changed: 'max_retrys' -> 'max_retries'"],
+        ),
+        (
+            "read docs/install.md first",
+            "read docs/setup.md first",
+            ["entity changed: 'docs/setup.md' -> 'docs/install.md'"],
+        ),
+        # a slip inside one part stays a typo; separators alone are the same name
+        ("read docs/setpu.md first", "read docs/setup.md first", []),
+        ("call numpy.linalg.norn first", "call numpy.linalg.norm first", []),
+        ("passed in the US last year", "passed in the U.S. last year", []),
+        ("tools, eg the compiler", "tools, e.g. the compiler", []),
+    ],
+)
+def test_dotted_snake_and_path_names_slip_only_within_one_part(
+    quote: str, source: str, reasons: list[str]
+) -> None:
+    """The typo allowance of a dotted, snake_case or path name is per part: a changed part is a
+    changed name, however short; a one-letter slip in one part, or different separators, is not."""
+    assert _reasons(quote, source) == reasons

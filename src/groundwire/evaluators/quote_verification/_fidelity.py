@@ -63,6 +63,8 @@ _NUMERAL_START = frozenset("0123456789$€£¥v")
 _MAYBE_IDENTIFIER = re.compile(r"[\d_.]")
 _CAMEL = re.compile(r"[a-z][A-Z][a-z]|[a-z]{2}[A-Z]")
 _DOTTED = re.compile(r"[a-z]{2,}\.[a-z]{2,}")
+_NAME_PARTS = re.compile(r"[._/]")
+"""Where dotted, snake_case and path names divide into parts."""
 _SENTENCE_END = frozenset(".!?:;)")
 _OPENERS = frozenset(" \t\r\n\"'“”‘’«»([{*-–—•")
 _ELLIPSIS = "…"
@@ -316,12 +318,21 @@ def _negated(word: str, other: str) -> bool:
 def _is_typo(a: str, b: str) -> bool:
     """True when the quote's word `a` is a slip for the source's `b` (one letter apart, two from
     eight letters on). Never for numerals, nor when `a` is itself a number, negator or modal,
-    nor when one word is the other negated ("either" for "neither")."""
-    longest = max(len(a), len(b))
+    nor when one word is the other negated ("either" for "neither"). In a dotted, snake_case or
+    path name the allowance is per part, and only one part may slip: "config.yaml" is not a
+    slip for "config.toml", though the whole names are two letters apart; names that differ only
+    in their separators ("U.S." and "US") are the same name."""
     if any(c.isdigit() for c in a) or any(c.isdigit() for c in b):
         return False
     if _special(a) or _negated(a, b) or _negated(b, a):
         return False
+    parts_a, parts_b = _NAME_PARTS.split(a), _NAME_PARTS.split(b)
+    if len(parts_a) > 1 or len(parts_b) > 1:
+        if "".join(parts_a) == "".join(parts_b):
+            return True  # only the dots or underscores differ: "U.S." for "US", "e.g." for "eg"
+        slips = [(x, y) for x, y in zip(parts_a, parts_b, strict=False) if x != y]
+        return len(parts_a) == len(parts_b) and len(slips) == 1 and _is_typo(*slips[0])
+    longest = max(len(a), len(b))
     if longest <= 2:  # two letters swapped ("ot" for "to"), never for a meaningful word
         return sorted(a) == sorted(b) and not _special(b)
     allowed = 1 if longest <= 7 else 2
