@@ -137,6 +137,10 @@ def test_a_recased_acronym_changes_nothing() -> None:
         ("read docs/setpu.md first", "read docs/setup.md first", []),
         ("call numpy.linalg.norn first", "call numpy.linalg.norm first", []),
         ("passed in the US last year", "passed in the U.S. last year", []),
+        ("passed in the U.S. last year", "passed in the US last year", []),
+        # a name on one side only: the whole words' closeness does not make it a slip
+        ("set file_nam first", "set filename first", ["entity changed: 'filename' -> 'file_nam'"]),
+        ("set filenam first", "set file_name first", ["entity changed: 'file_name' -> 'filenam'"]),
         ("tools, eg the compiler", "tools, e.g. the compiler", []),
     ],
 )
