@@ -170,7 +170,9 @@ def _render(data: dict[str, dict[str, Any]], equivalent: dict[str, str]) -> None
         "",
         "Written by `make mutation` (`python -m tests.mutation`). Score = killed / (mutants -",
         f"equivalent); survivors and mutants no selected test reaches count against it. Target"
-        f" {TARGET:.0%} per module.",
+        f" {TARGET:.0%} per module. An equivalent entry only excludes a mutant that survived (a"
+        " killed one counts as killed; since 2026-11-25: rows measured earlier may still hold"
+        " entries whose mutants were renumbered).",
         "",
         "| module | killed | survived or unreached | equivalent | score | target |",
         "|---|---|---|---|---|---|",
