@@ -213,3 +213,34 @@ def test_a_dead_scoring_process_never_stops_forwarding(
     ]
     assert counts["not_scored:scoring_stopped"] == 3 and counts["forwarded:traces"] == 3
     assert "the scoring process exited" in gateway.output()
+
+
+def test_a_killed_gateway_takes_its_scoring_process_with_it(
+    downstream: RawDownstream, run_gateway: Callable[..., GatewayProcess]
+) -> None:
+    """SIGKILL of the gateway (the OOM killer, a runtime's hard stop) gives its scoring process
+    no stop message: it notices its parent is gone and exits within seconds, instead of waiting
+    on its queue forever."""
+    import os
+    import signal
+    from pathlib import Path
+
+    gateway = run_gateway("--forward", downstream.endpoint, "-e", "quoted_spans")
+    gateway.wait_health(lambda h: "submitted" in h.get("turns", {}))
+    pid = gateway.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    (child,) = [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    os.kill(pid, signal.SIGKILL)
+    gateway.process.wait(10)
+    deadline = time.monotonic() + 15
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
+        if Path(f"/proc/{child}/stat").read_text().split(") ")[-1].startswith("Z"):
+            break  # exited; a zombie only until init reaps it
+        time.sleep(0.1)
+    alive = Path(f"/proc/{child}").exists() and not Path(f"/proc/{child}/stat").read_text().split(
+        ") "
+    )[-1].startswith("Z")
+    if alive:
+        os.kill(int(child), signal.SIGKILL)
+    assert not alive, "the scoring process outlived the gateway"
+    assert "the gateway process is gone" in gateway.output()

@@ -110,6 +110,8 @@ def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int)
     providers = build_providers(config, prometheus=False)
     metrics = GatewayMetrics(None)  # tallies only: the parent records them (one /metrics)
     scorer = _build_scorer(config, metrics, providers)
+    parent = multiprocessing.parent_process()
+    orphaned = False
     last = 0.0
     deadline_s = config.shutdown_timeout_s
     while True:
@@ -133,11 +135,18 @@ def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int)
         now = time.monotonic()
         if now - last >= _STATS_EVERY_S:
             last = now
+            if parent is not None and not parent.is_alive():
+                # the gateway was killed (SIGKILL, OOM) without stopping us: nobody will send
+                # the stop, and the queue never ends (this process holds its write end too)
+                logger.warning("the gateway process is gone; the scoring process stops")
+                orphaned = True
+                break
             outbox.put(_stats(scorer, metrics))
     started = time.monotonic()
     _turns, drained = scorer.shutdown(max(0.0, deadline_s - 0.5))
     providers.shutdown(max(0.5, deadline_s - (time.monotonic() - started)))
-    outbox.put(_stats(scorer, metrics, final=True, drained=drained))
+    if not orphaned:
+        outbox.put(_stats(scorer, metrics, final=True, drained=drained))
 
 
 class ScoringProcess:
