@@ -188,6 +188,17 @@ def test_two_replicas_each_receive_whole_traces_and_score_each_once(
         assert turns["submitted"] == turns["scored"] == want
 
 
+def _scoring_child(gateway: GatewayProcess) -> str:
+    """The pid of the gateway's scoring process (its other child is multiprocessing's resource
+    tracker)."""
+    from pathlib import Path
+
+    pid = gateway.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    (child,) = [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    return child
+
+
 def test_a_dead_scoring_process_never_stops_forwarding(
     downstream: RawDownstream, run_gateway: Callable[..., GatewayProcess]
 ) -> None:
@@ -195,14 +206,10 @@ def test_a_dead_scoring_process_never_stops_forwarding(
     counts the spans it can no longer score."""
     import os
     import signal
-    from pathlib import Path
 
     gateway = run_gateway("--forward", downstream.endpoint, "-e", "quoted_spans")
     gateway.wait_health(lambda h: "submitted" in h.get("turns", {}))
-    pid = gateway.process.pid
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    (child,) = [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
-    os.kill(int(child), signal.SIGKILL)  # (the other child is multiprocessing's resource tracker)
+    os.kill(int(_scoring_child(gateway)), signal.SIGKILL)
     gateway.wait_health(lambda h: h.get("scoring_process") == "stopped")
     time.sleep(1.5)  # the parent notices within a second
     trace = openinference_rag_trace()
@@ -227,10 +234,8 @@ def test_a_killed_gateway_takes_its_scoring_process_with_it(
 
     gateway = run_gateway("--forward", downstream.endpoint, "-e", "quoted_spans")
     gateway.wait_health(lambda h: "submitted" in h.get("turns", {}))
-    pid = gateway.process.pid
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    (child,) = [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
-    os.kill(pid, signal.SIGKILL)
+    child = _scoring_child(gateway)
+    os.kill(gateway.process.pid, signal.SIGKILL)
     gateway.process.wait(10)
     deadline = time.monotonic() + 15
     while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
