@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -13,6 +12,7 @@ import numpy as np
 
 from groundwire.evaluators.quote_verification._bm25 import DocumentTokens, WindowIndex
 from groundwire.evaluators.quote_verification._normalise import NormalisedText, normalise
+from groundwire.evaluators.quote_verification._trim import is_word
 from groundwire.evaluators.quote_verification._windows import Window, make_windows
 
 __all__ = ["DOC_SEPARATOR", "Corpus", "Documents", "coerce_documents", "find_whole"]
@@ -24,7 +24,6 @@ DOC_SEPARATOR = "\n\n"
 """What `global_start`/`global_end` assume between consecutive documents."""
 _NORMALISED_SEPARATOR = "\n"
 """Never occurs in normalised text or quotes (whitespace becomes a space), so no hit crosses it."""
-_WORD = re.compile(r"\w")
 _UNSPACED_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "THAI", "LAO", "KHMER", "MYANMAR", "TIBETAN")
 """Scripts written without spaces between words: any character boundary may be a word edge."""
 
@@ -32,7 +31,7 @@ _UNSPACED_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "THAI", "LAO", "KHMER", "MYA
 @lru_cache(maxsize=4096)
 def _in_word(char: str) -> bool:
     """True for a character of a space-separated word (a letter or digit of Latin, Cyrillic...)."""
-    if not _WORD.match(char):
+    if not is_word(char):
         return False
     return not unicodedata.name(char, "").startswith(_UNSPACED_SCRIPTS)
 

@@ -17,7 +17,15 @@ from rapidfuzz import fuzz
 
 from groundwire.evaluators.quote_verification._bm25 import tokenize
 
-__all__ = ["TRIM_METHODS", "Alignment", "TrimMethod", "match_ratio", "trim", "window_ratio"]
+__all__ = [
+    "TRIM_METHODS",
+    "Alignment",
+    "TrimMethod",
+    "is_word",
+    "match_ratio",
+    "trim",
+    "window_ratio",
+]
 
 TrimMethod: TypeAlias = Literal["fuzzy", "sliding_bm25", "hybrid"]
 TRIM_METHODS: tuple[str, ...] = ("fuzzy", "sliding_bm25", "hybrid")
@@ -61,7 +69,7 @@ def window_ratio(quote: str, region: str) -> float:
     return fuzz.partial_ratio(quote, region) / 100.0
 
 
-def _is_word(char: str) -> bool:
+def is_word(char: str) -> bool:
     """True for a character `\\w` matches (alphanumeric or underscore)."""
     return char.isalnum() or char == "_"
 
@@ -71,7 +79,7 @@ def _is_token(char: str) -> bool:
     return not char.isspace()
 
 
-_PATTERNS = ((_WORD, _is_word), (_NON_SPACE, _is_token))
+_PATTERNS = ((_WORD, is_word), (_NON_SPACE, _is_token))
 
 
 def _boundaries(region: str, lo: int, hi: int) -> tuple[list[int], list[int]]:
