@@ -147,7 +147,7 @@ def test_query_falls_back_to_documents_steps_then_any_retriever() -> None:
     assert _turn(records).query == "no docs"
     records[1] = record(2, 1, start=5, end=6, attributes=oi("RETRIEVER"))
     assert turns_from_spans(records) == []
-    assert _reason(records) == "no query in the turn root's input or its retrievers'"
+    assert _reason(records) == "no query in the turn root's input, its retrievers' or model calls'"
 
 
 def test_streamed_root_takes_the_last_model_answer() -> None:

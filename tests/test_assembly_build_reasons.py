@@ -62,7 +62,7 @@ def test_a_root_without_a_query_is_logged_and_does_not_borrow_a_model_input(
     with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
         assert turns_from_spans(records) == []
     assert f"span {sid(1)}: no query in the root or its retrievers; no turn" in _debug_lines(caplog)
-    assert _reason(records) == "no query in the turn root's input or its retrievers'"
+    assert _reason(records) == "no query in the turn root's input, its retrievers' or model calls'"
 
 
 def test_steps_starting_together_replay_shortest_first_whatever_their_order_in_the_file() -> None:

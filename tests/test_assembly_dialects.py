@@ -224,8 +224,10 @@ def test_genai_turn_reads_messages_query_text_and_documents() -> None:
         },
         model={OP: "chat"},
     )
-    # the root has no input at all: it is no candidate, and so no turn
-    assert turns_from_spans(records) == []
+    # the root has no input at all: it is no candidate, but as the trace's outermost span around
+    # a retrieval and a model call it is a bare turn root (docs/assembly.md, "Turns")
+    (bare,) = turns_from_spans(records)
+    assert (bare.query, bare.answer, bare.span_id) == ('{"question": "literal"}', "ans", sid(1))
     records[0] = record(
         1,
         start=0,
@@ -858,13 +860,15 @@ def test_unparseable_declared_json_is_logged(caplog: pytest.LogCaptureFixture) -
 
 
 def test_documents_of_a_model_call_are_none() -> None:
-    """Only retrievers and rerankers have documents, whatever their outputs hold."""
+    """A model call has no documents, whatever its output holds; a plain step's output documents
+    are graph state (docs/assembly.md, "Contexts")."""
     from groundwire.assembly._reader import SpanReader
 
     outputs = '[{"page_content": "x"}]'
+    step = record(1, attributes={"mlflow.spanType": "CHAIN", "mlflow.spanOutputs": outputs})
+    assert SpanReader(None).documents(step) == [Context(text="x", rank=0)]
     for attributes in (
         {"mlflow.spanType": "LLM", "mlflow.spanOutputs": outputs},
-        {"mlflow.spanType": "CHAIN", "mlflow.spanOutputs": outputs},
         {OP: "chat", "gen_ai.retrieval.documents": outputs},
         {"llm.request.type": "chat", "traceloop.entity.output": outputs},
     ):

@@ -176,17 +176,20 @@ def test_retriever_without_answer_yet_gives_no_turn() -> None:
     assert turns_from_spans(rec.spans()) == []
 
 
-def test_open_root_is_not_a_turn_for_finished_spans_only() -> None:
-    """Only ended spans are passed: a root that is still open is invisible, so no turn yet."""
+def test_open_root_is_stood_in_for_by_the_children_that_name_it() -> None:
+    """Only ended spans are passed: a root that never ended is missing, and its children that
+    name it make the turn under a stand-in with its span id; once it ends, it is the root."""
     rec = Recorder()
     root = rec.tracer.start_span("rag", attributes={KIND: "CHAIN", "input.value": "q"})
     with trace.use_span(root, end_on_exit=False):
         rec.retriever("q", ["d"])
         rec.llm("a")
-    assert turns_from_spans(rec.spans()) == []
-    root.set_attribute("output.value", "a")
+    (turn,) = turns_from_spans(rec.spans())
+    assert (turn.query, turn.context_texts, turn.answer) == ("q", ["d"], "a")
+    assert turn.span_id == _hex(root)
+    root.set_attribute("output.value", "root a")
     root.end()
-    assert [t.answer for t in turns_from_spans(rec.spans())] == ["a"]
+    assert [t.answer for t in turns_from_spans(rec.spans())] == ["root a"]
 
 
 def test_reranker_output_replaces_the_retrieved_list() -> None:

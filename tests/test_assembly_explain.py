@@ -102,7 +102,7 @@ def test_failed_turn_report_as_dict() -> None:
         model=oi("LLM"),
     )
     (report,) = explain_traces(records)
-    reason = "no query in the turn root's input or its retrievers'"
+    reason = "no query in the turn root's input, its retrievers' or model calls'"
     assert report.reason == f"turn root 'root': {reason}"
     (turn,) = report.as_dict()["turns"]
     assert turn["turn"] is None
@@ -202,7 +202,12 @@ def test_open_trace_and_root_below_the_retrieval_reasons() -> None:
         record(3, 1, start=3, end=4, attributes=oi("LLM", **{"output.value": "a"})),
     ]
     assert _reason(open_trace) == "the trace is not finished (a span is still open)"
-    finished = [record(1, start=0, end=9, attributes={"input.value": "q"}), *open_trace[1:]]
+    # finished, but the model was called before the retrieval: nothing answered from it
+    finished = [
+        record(1, start=0, end=9, attributes={"input.value": "q"}),
+        record(2, 1, start=5, end=6, attributes=oi("RETRIEVER", **oi_docs("d"))),
+        record(3, 1, start=1, end=2, attributes=oi("LLM", **{"output.value": "a"})),
+    ]
     assert _reason(finished) == (
         "no span around the retrieval recorded both an input and an answer "
         "(the turn root must be an ancestor of a retriever)"

@@ -65,7 +65,8 @@ def test_decode_parses_json_only_when_it_should(value: Any, mime: Any, expected:
         ([{"type": "human", "content": "q1"}, {"type": "ai", "content": "a1"}], "q1"),
         ([{"type": "HUMAN", "content": "q1"}, {"type": "human", "content": "q2"}], "q2"),
         ([{"type": "human", "parts": ["p1"]}, {"type": 3, "content": "x"}], "p1"),
-        ([{"role": "system", "content": "s"}, {"role": "tool", "content": "t"}], "t"),
+        # a tool's result is never the question (it is a context)
+        ([{"role": "system", "content": "s"}, {"role": "tool", "content": "t"}], "s"),
         ([{"role": "system", "content": "s"}, {"role": "tool", "content": " "}], "s"),
         ([{"role": "user", "content": "q"}, {"role": "user", "content": None}], "q"),
         ([{"role": "user", "content": None}], None),

@@ -1,6 +1,6 @@
 """`turns_from_spans` (a finished set of spans) and `TurnAssembler` (spans as they end, live).
 
-Both group spans by trace, apply the same turn-root rule (`TraceTree.turn_roots`) and build turns
+Both group spans by trace, apply the same turn-root rule (`_roots.turn_roots`) and build turns
 with the same reader, so live scoring and offline re-scoring see the same turns.
 """
 
@@ -21,6 +21,7 @@ from groundwire.assembly._events import with_event_content
 from groundwire.assembly._log_record import LogRecordData
 from groundwire.assembly._reader import KIND_OTHER, SpanReader, span_kind
 from groundwire.assembly._record import SpanRecord
+from groundwire.assembly._roots import turn_roots
 from groundwire.assembly._tree import TraceTree
 from groundwire.capture import LiveContentStore
 
@@ -96,11 +97,11 @@ def _assemble(
     """
     turns: list[RagTurn] = []
     try:
-        roots = sorted(tree.turn_roots(reader, top), key=lambda root: root.start_time_ns)
+        roots = sorted(turn_roots(tree, reader, top), key=lambda root: root.record.start_time_ns)
         for root in roots:
             notes: dict[str, Any] | None = None
             if explain is not None:
-                notes = {"root": root.span_id}
+                notes = {"root": root.record.span_id}
                 explain.append(notes)
             turn = build_turn(tree, root, reader, notes)
             if notes is not None:
@@ -268,12 +269,12 @@ class TurnAssembler:
         snapshot.add(span)
         reader = pending.reader
         try:
-            roots = snapshot.turn_roots(reader, span.span_id)
-            if len(roots) != 1 or roots[0].span_id != span.span_id:
+            roots = turn_roots(snapshot, reader, span.span_id)
+            if len(roots) != 1 or roots[0].record.span_id != span.span_id:
                 return None
             if not span.is_local_root and not snapshot.answering(reader, span.span_id):
                 return None  # LCEL's `retriever | format` step: a turn only if nothing encloses it
-            return build_turn(snapshot, span, reader)
+            return build_turn(snapshot, roots[0], reader)
         finally:
             reader.forget(span.span_id)
 

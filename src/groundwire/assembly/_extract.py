@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from groundwire import semconv
 
-__all__ = ["ANSWER_KEYS", "QUERY_KEYS", "answer_text", "decode", "query_text"]
+__all__ = [
+    "ANSWER_KEYS",
+    "QUERY_KEYS",
+    "answer_text",
+    "decode",
+    "has_tool_calls",
+    "query_text",
+    "user_message_text",
+]
 
 logger = logging.getLogger("groundwire.assembly")
 
@@ -48,7 +57,11 @@ _USER_ROLES: Final = frozenset({"user", "human", "humanmessage", "humanmessagech
 _ASSISTANT_ROLES: Final = frozenset(
     {"assistant", "ai", "model", "aimessage", "aimessagechunk", "chatmessage"}
 )
+_TOOL_ROLES: Final = frozenset({"tool", "toolmessage", "function", "functionmessage", "ipython"})
+"""Roles of tool results: never a question, never an answer (they are contexts)."""
 _WRAPPER_KEYS: Final = ("data", "kwargs", "messages", "generations")
+_REACT_ANSWER: Final = re.compile(r"^\s*Thought:.*?\n\s*Answer:\s*(.+)$", re.DOTALL)
+"""A ReAct agent's final step: the answer is what follows its last `Answer:`."""
 _MAX_DEPTH: Final = 8
 _ABSENT: Final = object()
 
@@ -80,8 +93,47 @@ def query_text(value: Any) -> str | None:
 
 
 def answer_text(value: Any) -> str | None:
-    """The generated answer inside a decoded output value, or None."""
-    return _find(value, ANSWER_KEYS, _ASSISTANT_ROLES, 0)
+    """The generated answer inside a decoded output value, or None.
+
+    A ReAct step (`Thought: ... Answer: X`) gives X, as the agent's own parser does.
+    """
+    text = _find(value, ANSWER_KEYS, _ASSISTANT_ROLES, 0)
+    if text is not None and text.lstrip().startswith("Thought:"):
+        match = _REACT_ANSWER.match(text)
+        if match is not None:
+            answer = match.group(1).rsplit("\nAnswer:", 1)[-1].strip()
+            return answer or None
+    return text
+
+
+def user_message_text(value: Any) -> str | None:
+    """The last user message in a decoded model input; None for plain text (a prompt that may
+    hold the contexts too, not the user's question) or when no user message is found."""
+    return _last_user_message(value, 0)
+
+
+def _last_user_message(value: Any, depth: int) -> str | None:
+    """Depth-first through mappings and lists; the first message list with a user message wins."""
+    if depth > _MAX_DEPTH or isinstance(value, str | bytes | bytearray):
+        return None
+    if isinstance(value, Mapping):
+        if _role(value) in _USER_ROLES:
+            return _message_text(value)
+        items: Sequence[Any] = list(value.values())
+    elif isinstance(value, Sequence):
+        users = [item for item in value if isinstance(item, Mapping) and _role(item) in _USER_ROLES]
+        for message in reversed(users):
+            text = _message_text(message)
+            if text is not None:
+                return text
+        items = value
+    else:
+        return None
+    for item in items:
+        text = _last_user_message(item, depth + 1)
+        if text is not None:
+            return text
+    return None
 
 
 def _find(value: Any, keys: Sequence[str], roles: frozenset[str], depth: int) -> str | None:
@@ -132,6 +184,10 @@ def _from_sequence(
     """The last message of the wanted role (else the last message); a one-item list's item."""
     messages = [item for item in value if isinstance(item, Mapping) and _role(item) is not None]
     if messages:
+        # Tool results and tool-calling steps are never the question or the answer.
+        messages = [
+            item for item in messages if _role(item) not in _TOOL_ROLES and not has_tool_calls(item)
+        ]
         preferred = [item for item in messages if _role(item) in roles]
         for message in reversed(preferred or messages):
             text = _message_text(message)
@@ -148,7 +204,7 @@ def _role(message: Mapping[Any, Any]) -> str | None:
     role = message.get("role")
     if isinstance(role, str):
         return role.lower()
-    if "content" in message or "parts" in message:
+    if "content" in message or "parts" in message or _serialised_data(message) is not None:
         kind = message.get("type")
         if isinstance(kind, str):
             return kind.lower()
@@ -159,15 +215,42 @@ def _role(message: Mapping[Any, Any]) -> str | None:
     return None
 
 
+def _serialised_data(message: Mapping[Any, Any]) -> Mapping[Any, Any] | None:
+    """The `data` of a LangChain message serialised as `{"type": "ai", "data": {...}}`."""
+    data = message.get("data")
+    if isinstance(data, Mapping) and isinstance(message.get("type"), str) and "content" in data:
+        return data
+    return None
+
+
+def has_tool_calls(message: Mapping[Any, Any]) -> bool:
+    """True when a chat message asks for tool calls (an agent's intermediate step).
+
+    LangChain keeps them in `tool_calls` (top level, in serialised `data` or lc `kwargs`),
+    OpenAI-style dumps too; GenAI messages as `tool_call` parts.
+    """
+    for holder in (message, message.get("data"), message.get("kwargs")):
+        if isinstance(holder, Mapping) and holder.get("tool_calls"):
+            return True
+    parts = message.get("parts")
+    if isinstance(parts, Sequence) and not isinstance(parts, str | bytes):
+        return any(isinstance(p, Mapping) and p.get("type") == "tool_call" for p in parts)
+    return False
+
+
 def _message_text(message: Mapping[Any, Any]) -> str | None:
-    """The text of one chat message: `content` (string or parts), GenAI `parts`, or LC kwargs."""
-    for key in ("content", "parts"):
+    """The text of one chat message: `content` (string or parts), GenAI `parts`, LlamaIndex
+    `blocks`, or the content of a serialised LangChain message (`data` or lc `kwargs`)."""
+    for key in ("content", "parts", "blocks"):
         text = _parts_text(message.get(key))
         if text is not None:
             return text
-    kwargs = message.get("kwargs")
-    if isinstance(kwargs, Mapping):
-        return _parts_text(kwargs.get("content"))
+    for key in ("data", "kwargs"):
+        inner = message.get(key)
+        if isinstance(inner, Mapping):
+            text = _parts_text(inner.get("content"))
+            if text is not None:
+                return text
     return None
 
 
@@ -180,7 +263,9 @@ def _parts_text(content: Any) -> str | None:
         for part in content:
             if isinstance(part, str):
                 texts.append(part)
-            elif isinstance(part, Mapping) and part.get("type", "text") == "text":
+            elif isinstance(part, Mapping) and part.get("type", part.get("block_type", "text")) == (
+                "text"
+            ):
                 text = part.get("content", part.get("text"))
                 if isinstance(text, str):
                     texts.append(text)

@@ -15,14 +15,16 @@ from typing import Any, Final
 
 from groundwire import semconv
 from groundwire._types import Context
+from groundwire.assembly._carried import DOCUMENT_MARKER, state_documents, tool_documents
 from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, OUTPUT_KEYS, Source
-from groundwire.assembly._extract import answer_text, decode, query_text
+from groundwire.assembly._extract import answer_text, decode, query_text, user_message_text
 from groundwire.assembly._kinds import (
     KIND_EMBEDDING,
     KIND_GENERATION,
     KIND_OTHER,
     KIND_RERANKER,
     KIND_RETRIEVER,
+    KIND_TOOL,
 )
 from groundwire.assembly._record import SpanRecord
 from groundwire.capture import LiveContent, LiveContentStore
@@ -33,6 +35,7 @@ __all__ = [
     "KIND_OTHER",
     "KIND_RERANKER",
     "KIND_RETRIEVER",
+    "KIND_TOOL",
     "LIVE_ORIGIN",
     "SpanReader",
     "span_kind",
@@ -51,6 +54,13 @@ _PROVIDER_KEYS: Final = (semconv.LLM_PROVIDER, semconv.GEN_AI_PROVIDER_NAME, "ge
 _MISSING: Final = object()
 _STREAM_PLACEHOLDER: Final = re.compile(r"<(?:async_)?generator object[^>]*>")
 """What instrumentors record for an answer that was still streaming when the span ended."""
+_OPAQUE: Final = re.compile(
+    r"[A-Z]\w*\((?:\)|[a-z_]\w*=).*"  # a repr: AgentWorkflowStartEvent(), StopEvent(result=...
+    r"|<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>"  # <QueryEngineTool object at 0x...>
+    r"|(?:assistant|user|system|tool): None",  # str() of a LlamaIndex message without text
+    re.DOTALL,
+)
+"""Values that are a Python object's repr, not the text it holds: read as absent."""
 
 
 def span_kind(record: SpanRecord) -> str:
@@ -110,6 +120,14 @@ class SpanReader:
             kind = self._kinds[record.span_id] = span_kind(record)
         return kind
 
+    def is_context_source(self, record: SpanRecord) -> bool:
+        """True for a span that gives the model contexts: a retriever, a tool call, or a plain
+        step whose output holds documents (a graph node that searched a store itself)."""
+        kind = self.kind(record)
+        if kind in (KIND_RETRIEVER, KIND_TOOL):
+            return True
+        return kind == KIND_OTHER and self.documents(record) is not None
+
     def has_input(self, record: SpanRecord) -> bool:
         """True when the span recorded an input (on the span, in any dialect, or live)."""
         live = self.live(record)
@@ -124,6 +142,14 @@ class SpanReader:
         if found is None:
             found = self._queries[record.span_id] = self._read_query(record)
         return found[0]
+
+    def user_message(self, record: SpanRecord) -> tuple[str, str] | None:
+        """A model call's last user message (not plain-text prompts), with its origin."""
+        sources: list[tuple[str, Any, Any]] = []
+        for dialect in DIALECTS:
+            sources.extend(_named(dialect.name, dialect.inputs(record.attributes)))
+        text, where = _first_text(record, sources, user_message_text)
+        return None if text is None or where is None else (text, where)
 
     def answer(self, record: SpanRecord) -> str | None:
         """The answer in the span's output (docs/assembly.md, "Answer"), or None."""
@@ -198,6 +224,34 @@ class SpanReader:
             found = dialect.documents(record, kind)
             if found is not None:
                 return found[1], f"{dialect.name}: {found[0]}"
+        if kind in (KIND_TOOL, KIND_OTHER):
+            return self._carried_documents(record, kind, live)
+        return None, None
+
+    def _carried_documents(
+        self, record: SpanRecord, kind: str, live: LiveContent | None
+    ) -> tuple[list[Context] | None, str | None]:
+        """A tool's result, or the documents in a step's output (graph state), with origin.
+
+        A plain step is read only when its raw output mentions a document (`page_content`), so
+        the cost stays off the spans of ordinary chains.
+        """
+        sources: list[tuple[str, Any, Any]] = []
+        if live is not None and live.output is not None:
+            sources.append(
+                (LIVE_ORIGIN, live.output, record.attributes.get(semconv.OUTPUT_MIME_TYPE))
+            )
+        for dialect in DIALECTS:
+            sources.extend(_named(dialect.name, dialect.outputs(record.attributes)))
+        for where, raw, mime in sources:
+            if raw is None:
+                continue
+            if kind == KIND_OTHER and isinstance(raw, str) and DOCUMENT_MARKER not in raw:
+                continue
+            value = decode(raw, mime)
+            found = tool_documents(value) if kind == KIND_TOOL else state_documents(value)
+            if found:
+                return found, where
         return None, None
 
     def instructions(self, record: SpanRecord) -> tuple[list[str], str] | None:
@@ -255,6 +309,9 @@ def _first_text(
         text: str | None = extract(decode(raw, mime))
         if text is not None and _STREAM_PLACEHOLDER.fullmatch(text.strip()):
             logger.debug("span %s: %s is a stream placeholder", record.span_id, where)
+            continue
+        if text is not None and _OPAQUE.fullmatch(text.strip()):
+            logger.debug("span %s: %s is an object's repr, not text", record.span_id, where)
             continue
         if text is not None:
             return text, where

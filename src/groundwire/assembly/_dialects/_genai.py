@@ -19,7 +19,7 @@ from groundwire._types import Context
 from groundwire.assembly._dialects._base import Dialect, Source
 from groundwire.assembly._documents import document_list
 from groundwire.assembly._extract import decode
-from groundwire.assembly._kinds import KIND_EMBEDDING, KIND_GENERATION, KIND_RETRIEVER
+from groundwire.assembly._kinds import KIND_EMBEDDING, KIND_GENERATION, KIND_RETRIEVER, KIND_TOOL
 from groundwire.assembly._record import SpanRecord
 
 __all__ = ["GEN_AI_SYSTEM_INSTRUCTIONS", "GenAI", "text_parts"]
@@ -33,6 +33,7 @@ _KINDS: Final = {
     semconv.GEN_AI_OPERATION_TEXT_COMPLETION: KIND_GENERATION,
     "generate_content": KIND_GENERATION,
     semconv.GEN_AI_OPERATION_EMBEDDINGS: KIND_EMBEDDING,
+    "execute_tool": KIND_TOOL,
 }
 _SYSTEM_ROLES: Final = frozenset({"system", "developer"})
 

@@ -22,6 +22,7 @@ from groundwire.assembly._kinds import (
     KIND_OTHER,
     KIND_RERANKER,
     KIND_RETRIEVER,
+    KIND_TOOL,
 )
 from groundwire.assembly._record import SpanRecord
 
@@ -42,6 +43,7 @@ _KINDS: Final = {
     "CHAT_MODEL": KIND_GENERATION,
     "LLM": KIND_GENERATION,
     "EMBEDDING": KIND_EMBEDDING,
+    "TOOL": KIND_TOOL,
 }
 
 

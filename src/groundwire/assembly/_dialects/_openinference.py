@@ -8,6 +8,7 @@ types; documents: the flattened `retrieval.documents.{i}.document.*` and
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -21,10 +22,21 @@ from groundwire.assembly._kinds import (
     KIND_OTHER,
     KIND_RERANKER,
     KIND_RETRIEVER,
+    KIND_TOOL,
 )
 from groundwire.assembly._record import SpanRecord
 
-__all__ = ["OpenInference", "flattened_documents"]
+__all__ = ["LLM_INPUT_MESSAGES", "LLM_OUTPUT_MESSAGES", "OpenInference", "flattened_documents"]
+
+LLM_INPUT_MESSAGES: Final = "llm.input_messages"
+"""OpenInference: a model call's input messages, `llm.input_messages.{i}.message.*`."""
+LLM_OUTPUT_MESSAGES: Final = "llm.output_messages"
+"""OpenInference: a model call's output messages, `llm.output_messages.{i}.message.*`."""
+_MESSAGE_FIELD: Final = re.compile(
+    r"(\d+)\.message\.(?:(role|content|name|tool_call_id)"
+    r"|contents\.(\d+)\.message_content\.text"
+    r"|(tool_calls)\.(\d+)\.tool_call\.\S+)"
+)
 
 logger = logging.getLogger("groundwire.assembly")
 
@@ -33,6 +45,7 @@ _KINDS: Final = {
     semconv.SPAN_KIND_RERANKER: KIND_RERANKER,
     semconv.SPAN_KIND_LLM: KIND_GENERATION,
     semconv.SPAN_KIND_EMBEDDING: KIND_EMBEDDING,
+    semconv.SPAN_KIND_TOOL: KIND_TOOL,
 }
 
 
@@ -48,7 +61,7 @@ class OpenInference(Dialect):
     content_switch = "OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS (or GROUNDWIRE_HIDE_*)"
 
     def kind(self, attributes: Mapping[str, Any]) -> str | None:
-        """`openinference.span.kind`; any kind it sets is final (CHAIN, TOOL... are plain steps)."""
+        """`openinference.span.kind`; any kind it sets is final (CHAIN, AGENT: plain steps)."""
         kind = attributes.get(semconv.OPENINFERENCE_SPAN_KIND)
         if isinstance(kind, str):
             return _KINDS.get(kind.upper(), KIND_OTHER)
@@ -67,19 +80,30 @@ class OpenInference(Dialect):
             )
         if semconv.RERANKER_QUERY in attributes:
             sources.append((semconv.RERANKER_QUERY, attributes[semconv.RERANKER_QUERY], None))
+        messages = indexed_messages(attributes, LLM_INPUT_MESSAGES)
+        if messages is not None:
+            sources.append((LLM_INPUT_MESSAGES, messages, None))
         return sources
 
     def outputs(self, attributes: Mapping[str, Any]) -> list[Source]:
-        """`output.value` (with `output.mime_type`)."""
-        if semconv.OUTPUT_VALUE not in attributes:
-            return []
-        return [
-            (
-                semconv.OUTPUT_VALUE,
-                attributes[semconv.OUTPUT_VALUE],
-                attributes.get(semconv.OUTPUT_MIME_TYPE),
+        """A model call's `llm.output_messages.*` (structured), then `output.value`.
+
+        The messages come first: LlamaIndex's `output.value` is `str(ChatResponse)`
+        (`"assistant: ..."`), and a tool-call-only message must not fall back to it as text.
+        """
+        sources: list[Source] = []
+        messages = indexed_messages(attributes, LLM_OUTPUT_MESSAGES)
+        if messages is not None:
+            sources.append((LLM_OUTPUT_MESSAGES, messages, None))
+        if semconv.OUTPUT_VALUE in attributes:
+            sources.append(
+                (
+                    semconv.OUTPUT_VALUE,
+                    attributes[semconv.OUTPUT_VALUE],
+                    attributes.get(semconv.OUTPUT_MIME_TYPE),
+                )
             )
-        ]
+        return sources
 
     def documents(self, record: SpanRecord, kind: str) -> tuple[str, list[Context]] | None:
         """`retrieval.documents.*` for retrievers, `reranker.output_documents.*` for rerankers."""
@@ -112,3 +136,34 @@ def flattened_documents(record: SpanRecord, prefix: str) -> list[Context] | None
         if built is not None:
             documents.append(built)
     return documents
+
+
+def indexed_messages(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]] | None:
+    """`{prefix}.{i}.message.*` regrouped into chat messages (`role`, `content`, `tool_calls`).
+
+    Text parts (`message.contents.{j}.message_content.text`) are joined into `content`; a tool
+    call only marks the message (`tool_calls`), so it is never taken for an answer.
+    """
+    start = prefix + "."
+    messages: dict[int, dict[str, Any]] = {}
+    parts: dict[int, dict[int, str]] = {}
+    for key, value in attributes.items():
+        if not key.startswith(start):
+            continue
+        match = _MESSAGE_FIELD.fullmatch(key[len(start) :])
+        if match is None:
+            continue
+        index = int(match.group(1))
+        message = messages.setdefault(index, {})
+        if match.group(2) is not None and isinstance(value, str):
+            message[match.group(2)] = value
+        elif match.group(3) is not None and isinstance(value, str):
+            parts.setdefault(index, {})[int(match.group(3))] = value
+        elif match.group(4) is not None:
+            message.setdefault("tool_calls", []).append(match.group(5))
+    if not messages:
+        return None
+    for index, texts in parts.items():
+        if "content" not in messages[index]:
+            messages[index]["content"] = "".join(texts[j] for j in sorted(texts))
+    return [messages[index] for index in sorted(messages)]

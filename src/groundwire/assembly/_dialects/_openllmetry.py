@@ -23,7 +23,7 @@ from groundwire.assembly._dialects._base import Dialect, Source
 from groundwire.assembly._dialects._genai import system_message_parts
 from groundwire.assembly._documents import document_list
 from groundwire.assembly._extract import decode
-from groundwire.assembly._kinds import KIND_GENERATION, KIND_OTHER, KIND_RETRIEVER
+from groundwire.assembly._kinds import KIND_GENERATION, KIND_OTHER, KIND_RETRIEVER, KIND_TOOL
 from groundwire.assembly._record import SpanRecord
 
 __all__ = [
@@ -84,6 +84,10 @@ class OpenLLMetry(Dialect):
                 return KIND_RETRIEVER
             if name.endswith("LLM.task") or semconv.GEN_AI_OUTPUT_MESSAGES in attributes:
                 return KIND_GENERATION
+            if name.endswith("Tool.task"):  # LlamaIndex's QueryEngineTool, FunctionTool
+                return KIND_TOOL
+        if attributes.get(TRACELOOP_SPAN_KIND) == "tool":
+            return KIND_TOOL
         request_type = attributes.get(LLM_REQUEST_TYPE)
         if isinstance(request_type, str) and request_type in ("chat", "completion"):
             return KIND_GENERATION
