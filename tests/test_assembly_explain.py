@@ -88,9 +88,11 @@ def test_report_as_dict_is_json_ready() -> None:
                     }
                 ],
                 "reason": None,
+                "missing_parent": False,
             }
         ],
         "reason": None,
+        "missing_parents": [],
     }
 
 
@@ -374,3 +376,23 @@ def test_default_diagnoses_explain_a_thousand_traces() -> None:
         diagnoses.add(_no_retrieval(number, "a"))
     assert diagnoses.other == 1
     assert diagnoses.as_list()[0]["traces"] == 1_000
+
+
+def test_missing_parent_is_named_and_its_children_make_the_turn() -> None:
+    """A parent span that never arrived is listed, and the turn its children make says that its
+    root is a stand-in; the answer names the model call it came from."""
+    records = [
+        record(
+            2, 1, start=1, end=2, attributes=oi("RETRIEVER", **{"input.value": "q"}, **oi_docs("d"))
+        ),
+        record(3, 1, start=3, end=4, attributes=oi("LLM", **{"output.value": "a"})),
+    ]
+    (report,) = explain_traces(records)
+    assert report.missing_parents == [sid(1)]
+    (turn,) = report.turns
+    assert turn.missing_parent and turn.root_id == sid(1)
+    assert turn.turn is not None and (turn.turn.query, turn.turn.answer) == ("q", "a")
+    assert turn.answer is not None and turn.answer.span_id == sid(3)
+    assert report.spans == 2
+    data = report.as_dict()
+    assert data["missing_parents"] == [sid(1)] and data["turns"][0]["missing_parent"] is True

@@ -10,7 +10,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from groundwire._types import RagTurn
 from groundwire.assembly._build import build_turn, origin_rank
@@ -19,6 +19,7 @@ from groundwire.assembly._dialects import OUTPUT_KEYS, OUTPUT_PREFIXES
 from groundwire.assembly._duplicates import DuplicateFilter, drop_duplicates
 from groundwire.assembly._events import with_event_content
 from groundwire.assembly._log_record import LogRecordData
+from groundwire.assembly._pass import assemble_tree, record_of
 from groundwire.assembly._reader import KIND_OTHER, SpanReader, span_kind
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._roots import turn_roots
@@ -48,7 +49,7 @@ def turns_from_spans(
     `live_content` when given (and removed from it); message content a span lacks is taken from
     its correlated log-based events in `logs`. Never raises on malformed attributes.
     """
-    records: Iterable[SpanRecord] = (_record(span) for span in spans)
+    records: Iterable[SpanRecord] = (record_of(span) for span in spans)
     if logs:
         records = with_event_content(records, logs)
     trees: dict[str, TraceTree] = {}
@@ -59,7 +60,7 @@ def turns_from_spans(
     turns: list[RagTurn] = []
     for trace_id, tree in trees.items():
         reader = readers[trace_id] = SpanReader(live_content)
-        turns.extend(_assemble(tree, reader))
+        turns.extend(assemble_tree(tree, reader))
         reader.release(iter(tree.spans.values()))
     if len(trees) < 2 or len(turns) < 2:
         return turns
@@ -69,48 +70,6 @@ def turns_from_spans(
         root = trees[trace_id].spans[turn.span_id or ""]
         entries.append((turn, root, origin_rank(readers[trace_id].origin(root, "answer"))))
     return drop_duplicates(entries)
-
-
-def _record(span: object) -> SpanRecord:
-    """Normalise one input span; anything else is a TypeError naming its type."""
-    if isinstance(span, SpanRecord):
-        return span
-    from opentelemetry.sdk.trace import ReadableSpan
-
-    if isinstance(span, ReadableSpan):
-        return SpanRecord.from_readable(span)
-    raise TypeError(
-        f"turns_from_spans expects ReadableSpan or SpanRecord objects, got {type(span).__name__}"
-    )
-
-
-def _assemble(
-    tree: TraceTree,
-    reader: SpanReader,
-    top: str | None = None,
-    explain: list[dict[str, Any]] | None = None,
-) -> list[RagTurn]:
-    """The turns of one trace (or of the subtree under `top`), by root start time.
-
-    Whatever a strange trace makes fail loses that trace only (logged at debug level). With
-    `explain`, one note per turn root is appended (see `build_turn`), with `root` and `turn`.
-    """
-    turns: list[RagTurn] = []
-    try:
-        roots = sorted(turn_roots(tree, reader, top), key=lambda root: root.record.start_time_ns)
-        for root in roots:
-            notes: dict[str, Any] | None = None
-            if explain is not None:
-                notes = {"root": root.record.span_id}
-                explain.append(notes)
-            turn = build_turn(tree, root, reader, notes)
-            if notes is not None:
-                notes["turn"] = turn
-            if turn is not None:
-                turns.append(turn)
-    except Exception:
-        logger.debug("a trace could not be assembled; skipped", exc_info=True)
-    return turns
 
 
 class _Pending:
@@ -221,7 +180,7 @@ class TurnAssembler:
         """Assemble released traces (outside the lock) and drop their live content."""
         turns: list[RagTurn] = []
         for pending in released:
-            found = _assemble(pending.tree, pending.reader)
+            found = assemble_tree(pending.tree, pending.reader)
             if not found and not self._found_turn and len(pending.tree):
                 self._diagnose(pending.tree)
             self._found_turn = self._found_turn or bool(found)

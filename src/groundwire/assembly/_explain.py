@@ -16,6 +16,7 @@ from groundwire._types import RagTurn
 from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, OUTPUT_KEYS, Dialect
 from groundwire.assembly._events import CONTENT_EVENT_KEY, with_event_content
 from groundwire.assembly._log_record import LogRecordData
+from groundwire.assembly._pass import assemble_tree, record_of
 from groundwire.assembly._reader import KIND_GENERATION, KIND_RETRIEVER, SpanReader
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
@@ -50,6 +51,8 @@ class TurnReport:
     answer: Origin | None = None
     contexts: list[Origin] = field(default_factory=list)
     reason: str | None = None
+    missing_parent: bool = False
+    """The root stands in for a parent span that never arrived (its children made the turn)."""
 
 
 @dataclass(slots=True)
@@ -66,6 +69,8 @@ class TraceReport:
     turns: list[TurnReport]
     reason: str | None
     """Why the trace gave no turn; None when it gave one."""
+    missing_parents: list[str] = field(default_factory=list)
+    """Span ids that spans name as their (local) parent but that never arrived."""
 
     @property
     def turn_count(self) -> int:
@@ -105,10 +110,12 @@ class TraceReport:
                     "answer": origin(report.answer),
                     "contexts": [origin(found) for found in report.contexts],
                     "reason": report.reason,
+                    "missing_parent": report.missing_parent,
                 }
                 for report in self.turns
             ],
             "reason": self.reason,
+            "missing_parents": self.missing_parents,
         }
 
 
@@ -120,9 +127,7 @@ def explain_traces(
     `logs`: log-based events whose message content is put back on their spans, as
     `turns_from_spans` does.
     """
-    from groundwire.assembly._assemble import _record  # _assemble imports this module
-
-    records: Iterable[SpanRecord] = (_record(span) for span in spans)
+    records: Iterable[SpanRecord] = (record_of(span) for span in spans)
     if logs:
         records = with_event_content(records, logs)
     trees: dict[str, TraceTree] = {}
@@ -133,13 +138,20 @@ def explain_traces(
 
 def _explain(trace_id: str, tree: TraceTree) -> TraceReport:
     """The report of one trace."""
-    from groundwire.assembly._assemble import _assemble
-
     reader = SpanReader(None)
+    records = list(tree.spans.values())  # before assembly adds stand-ins for missing parents
+    missing = sorted(
+        {
+            record.parent_span_id
+            for record in records
+            if record.parent_span_id is not None
+            and not record.parent_is_remote
+            and record.parent_span_id not in tree.spans
+        }
+    )
     notes: list[dict[str, Any]] = []
-    _assemble(tree, reader, explain=notes)
+    assemble_tree(tree, reader, explain=notes)
     turns = [_turn_report(tree, note) for note in notes]
-    records = list(tree.spans.values())
     retrievals = [
         (record.span_id, record.name, _naming_dialect(record))
         for record in sorted(records, key=lambda r: r.start_time_ns)
@@ -161,6 +173,7 @@ def _explain(trace_id: str, tree: TraceTree) -> TraceReport:
         retrievals=retrievals,
         turns=turns,
         reason=None,
+        missing_parents=missing,
     )
     if not report.turn_count:
         report.reason = no_turn_reason(records, reader, turns)
@@ -191,6 +204,7 @@ def _turn_report(tree: TraceTree, note: dict[str, Any]) -> TurnReport:
         answer=origin(note.get("answer")),
         contexts=[found for found in contexts if found is not None],
         reason=note.get("reason"),
+        missing_parent=bool(note.get("missing_parent")),
     )
 
 

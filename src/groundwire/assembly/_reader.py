@@ -55,7 +55,7 @@ _MISSING: Final = object()
 _STREAM_PLACEHOLDER: Final = re.compile(r"<(?:async_)?generator object[^>]*>")
 """What instrumentors record for an answer that was still streaming when the span ended."""
 _OPAQUE: Final = re.compile(
-    r"[A-Z]\w*\((?:\)|[a-z_]\w*=).*"  # a repr: AgentWorkflowStartEvent(), StopEvent(result=...
+    r"[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)*\((?:\)|[a-z_]\w*=).*"  # a repr: StopEvent(result=...
     r"|<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>"  # <QueryEngineTool object at 0x...>
     r"|(?:assistant|user|system|tool): None",  # str() of a LlamaIndex message without text
     re.DOTALL,

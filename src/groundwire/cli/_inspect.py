@@ -57,9 +57,16 @@ def _tree(report: TraceReport) -> Tree:
             node.add(f"{escape(name)} [dim]{span_id}[/] ({escape(dialect)})")
     else:
         tree.add("retrieval spans: [yellow]none recognised[/]")
+    if report.missing_parents:
+        tree.add(
+            "[yellow]missing parent spans[/] (named by spans, never arrived): "
+            + ", ".join(report.missing_parents)
+        )
     for turn_report in report.turns:
         turn = turn_report.turn
         label = f"turn root {escape(turn_report.root_name)} [dim]{turn_report.root_id}[/]"
+        if turn_report.missing_parent:
+            label += " [yellow](stand-in: its children made the turn)[/]"
         if turn is None:
             tree.add(f"{label}: [yellow]no turn[/] ({escape(turn_report.reason or '?')})")
             continue

@@ -30,6 +30,7 @@ from groundwire.capture import (
     Attribute,
     CaptureConfig,
     LiveContent,
+    document_attributes,
     retrieval_attributes,
     retrieval_span_name,
 )
@@ -39,6 +40,7 @@ from groundwire_langchain._attributes import (
     request_attributes,
     response_attributes,
 )
+from groundwire_langchain._returned import returned_documents
 from groundwire_langchain._values import to_context, to_text
 from groundwire_langchain.version import __version__
 
@@ -384,7 +386,8 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
                     if run.kind == semconv.SPAN_KIND_LLM and isinstance(outputs, LLMResult):
                         _collect(attributes, response_attributes(outputs))
                         outputs = llm_output_value(outputs)
-                    self._values(span, inputs, outputs, attributes)
+                    returned = _contexts(returned_documents(run.kind, outputs) or ())
+                    self._values(span, inputs, outputs, attributes, returned)
                 span.set_attributes(attributes)
         except Exception:
             logger.debug("could not record the values of run %r", run.name, exc_info=True)
@@ -394,8 +397,18 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         finally:
             span.end()
 
-    def _values(self, span: Span, inputs: Any, outputs: Any, attributes: _Attributes) -> None:
-        """`input.value` / `output.value` as the privacy switches allow; full text to the store."""
+    def _values(
+        self,
+        span: Span,
+        inputs: Any,
+        outputs: Any,
+        attributes: _Attributes,
+        returned: Sequence[Context] = (),
+    ) -> None:
+        """`input.value` / `output.value` as the privacy switches allow; full text to the store.
+
+        Documents a tool or node `returned` are recorded as OpenInference's document list.
+        """
         config = self.config
         live = self._lossy and LIVE_CONTENT.enabled
         input_text = output_text = None
@@ -413,8 +426,12 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
                 if not config.hide_outputs:
                     attributes[semconv.OUTPUT_VALUE] = config.text(output_text)
                     attributes[semconv.OUTPUT_MIME_TYPE] = mime
+        if returned:
+            prefix = semconv.RETRIEVAL_DOCUMENTS_PREFIX
+            _collect(attributes, document_attributes(prefix, returned, config))
         if live:
-            _keep_live(span, LiveContent(input=input_text, output=output_text))
+            documents = tuple(returned) if returned else None
+            _keep_live(span, LiveContent(input=input_text, output=output_text, documents=documents))
 
     def _retrieval(
         self,
