@@ -35,9 +35,9 @@ def llamaindex_instrumentor(name: str) -> Any:
 
         return LlamaIndexInstrumentor()
     if name == "openllmetry":
-        from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor as OL
+        from opentelemetry.instrumentation import llamaindex
 
-        return OL()
+        return llamaindex.LlamaIndexInstrumentor()
     from groundwire_llamaindex import LlamaIndexInstrumentor as Ours
 
     return Ours()

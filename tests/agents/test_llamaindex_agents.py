@@ -5,7 +5,7 @@ query engine is part of the turn, never a turn of its own."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from llama_index.core import VectorStoreIndex
@@ -32,9 +32,9 @@ APPS: dict[str, Callable[[VectorStoreIndex], Truth]] = {
 
 
 @pytest.fixture(scope="module")
-def index() -> Iterator[VectorStoreIndex]:
+def index() -> VectorStoreIndex:
     """The app's index, built once, outside any recording."""
-    yield apps.build_index()
+    return apps.build_index()
 
 
 @pytest.mark.parametrize("instrumentor", INSTRUMENTORS)
