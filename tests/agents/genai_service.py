@@ -1,0 +1,72 @@
+"""A service that follows only the OpenTelemetry GenAI conventions, as any language's SDK writes
+them (no OpenInference, no framework): a `POST /ask` server span around a `retrieval` span whose
+`gen_ai.retrieval.documents` are `{id, score}` only, and a `chat` span whose
+`gen_ai.input.messages` carry the passages (system message parts) and the question, with the
+answer in `gen_ai.output.messages` (content on spans, as `opentelemetry-util-genai` 1.3 writes it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from opentelemetry.trace import SpanKind, Tracer
+
+from tests.agents.lc_apps import Truth
+
+PASSAGES = (
+    "The Eiffel Tower is 330 metres tall.",
+    "It was completed in 1889 for the World's Fair.",
+)
+QUESTION = "How tall is the Eiffel Tower?"
+ANSWER = 'It is "330 metres tall", completed in 1889.'
+
+
+def _parts(texts: Sequence[str]) -> list[dict[str, str]]:
+    return [{"type": "text", "content": text} for text in texts]
+
+
+def ask(
+    tracer: Tracer,
+    question: str = QUESTION,
+    passages: Sequence[str] = PASSAGES,
+    answer: str = ANSWER,
+    query_text: bool = True,
+) -> Truth:
+    """One request: retrieve (ids and scores only on the span), then chat with the passages."""
+    with tracer.start_as_current_span(
+        "POST /ask",
+        kind=SpanKind.SERVER,
+        attributes={"http.request.method": "POST", "http.route": "/ask", "url.path": "/ask"},
+    ) as server:
+        retrieval = {
+            "gen_ai.operation.name": "retrieval",
+            "gen_ai.data_source.id": "kb",
+            "gen_ai.retrieval.documents": json.dumps(
+                [{"id": f"doc-{i}", "score": 0.9 - i / 10} for i in range(len(passages))]
+            ),
+        }
+        if query_text:
+            retrieval["gen_ai.retrieval.query.text"] = question
+        client = SpanKind.CLIENT
+        with tracer.start_as_current_span("retrieval kb", kind=client, attributes=retrieval):
+            pass
+        messages = [
+            {"role": "system", "parts": _parts(passages)},
+            {"role": "user", "parts": _parts([question])},
+        ]
+        output = [{"role": "assistant", "parts": _parts([answer]), "finish_reason": "stop"}]
+        with tracer.start_as_current_span(
+            "chat gpt-4o-mini",
+            kind=SpanKind.CLIENT,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.input.messages": json.dumps(messages),
+                "gen_ai.output.messages": json.dumps(output),
+            },
+        ):
+            pass
+        server.set_attribute("http.response.status_code", 200)
+    return Truth(question, list(passages), answer)
