@@ -16,6 +16,7 @@ from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
 from groundwire.testing import OtlpHttpReceiver
 from tests.dialects._apps import (
+    ANSWERS,
     QUESTIONS,
     TRACES,
     received_records,
@@ -77,6 +78,46 @@ def mlflow_langchain(path: Path) -> Path:
         return write_records_jsonl(received_records(receiver.spans()), path)
 
 
+def _run_agent() -> None:
+    """The LangGraph ReAct agent with the retriever tool over the chain's corpus: each question
+    searched as asked, answered as the chain answers it (so the turns equal the chain's)."""
+    from tests.agents import lc_apps
+
+    for question, answer in zip(QUESTIONS, ANSWERS, strict=True):
+        tool = lc_apps.retriever_tool()
+        lc_apps.run_agent(lc_apps.react_agent, tool, (question,), question, answer)
+
+
+def openinference_langgraph_agent(path: Path) -> Path:
+    """OpenInference's LangChain instrumentor on a LangGraph agent with a retriever tool."""
+    return write_jsonl(record([OpenInference()], _run_agent), path)
+
+
+def openllmetry_langgraph_agent(path: Path) -> Path:
+    """OpenLLMetry's LangChain instrumentor on the same agent."""
+    os.environ.pop("TRACELOOP_TRACE_CONTENT", None)
+    return write_jsonl(record([LangchainInstrumentor()], _run_agent), path)
+
+
+def genai_service(path: Path) -> Path:
+    """A service that follows only the GenAI conventions (server, retrieval, chat spans)."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tests.agents import genai_service as service
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "go-search-api"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("go.opentelemetry.io/contrib/genai")
+    service.ask(tracer)
+    service.ask(tracer, question="When was it completed?", query_text=False)
+    provider.shutdown()
+    return write_jsonl(list(exporter.get_finished_spans()), path)
+
+
 RECORDERS: dict[str, Callable[[Path], Path]] = {
     "openllmetry_langchain.jsonl": openllmetry_langchain,
     "openllmetry_langchain_no_content.jsonl": openllmetry_langchain_no_content,
@@ -84,6 +125,9 @@ RECORDERS: dict[str, Callable[[Path], Path]] = {
     "genai_openai_v2.jsonl": genai_openai_v2,
     "genai_events.jsonl": genai_events,
     "mlflow_langchain.jsonl": mlflow_langchain,
+    "openinference_langgraph_agent.jsonl": openinference_langgraph_agent,
+    "openllmetry_langgraph_agent.jsonl": openllmetry_langgraph_agent,
+    "genai_service.jsonl": genai_service,
 }
 """File name -> the function that records it."""
 

@@ -10,6 +10,7 @@ import pytest
 from groundwire.assembly import SpanRecord, explain_traces
 from groundwire.offline import TurnCounts, iter_turns
 from groundwire.offline.readers import Problems, read_file
+from tests.agents import genai_service as service
 from tests.dialects import record as recorders
 from tests.dialects._apps import ANSWERS, QUESTIONS, TRACES, Essence, essence, expected_langchain
 from tests.test_assembly_langchain import KeywordRetriever
@@ -36,6 +37,13 @@ EXPECTED: dict[str, list[Essence]] = {
     "genai_openai_v2.jsonl": [genai_expected(q) for q in QUESTIONS],
     "genai_events.jsonl": [genai_expected(q) for q in QUESTIONS],
     "openllmetry_langchain_no_content.jsonl": [],
+    # the agent searches each question as asked over the same corpus: the chain's turns
+    "openinference_langgraph_agent.jsonl": LANGCHAIN,
+    "openllmetry_langgraph_agent.jsonl": LANGCHAIN,
+    "genai_service.jsonl": [
+        (service.QUESTION, list(service.PASSAGES), service.ANSWER),
+        ("When was it completed?", list(service.PASSAGES), service.ANSWER),
+    ],
 }
 
 
@@ -63,6 +71,9 @@ def _shape(spans: list[SpanRecord]) -> list[tuple[str | None, list[str]]]:
         "openllmetry_langchain_no_content.jsonl",
         "genai_openai_v2.jsonl",
         "genai_events.jsonl",
+        "openinference_langgraph_agent.jsonl",
+        "openllmetry_langgraph_agent.jsonl",
+        "genai_service.jsonl",
         pytest.param("mlflow_langchain.jsonl", marks=pytest.mark.slow),
     ],
 )

@@ -148,20 +148,34 @@ def test_missing_path_and_empty_folder_are_clear_errors(tmp_path: Path) -> None:
         rescore(tmp_path / "empty", ["quoted_spans"], on_problem=lambda _: None)
 
 
-def test_a_window_cut_mid_trace_is_reported_incomplete_not_scored(
-    recorded: Path, tmp_path: Path
-) -> None:
-    """Only the first part of a cut trace (children, no root): counted incomplete, never scored."""
-    lines = recorded.read_text().splitlines(keepends=True)
-    first = tmp_path / "first.jsonl"
-    first.write_text("".join(lines[:4]))  # turns 0-1 whole, turn 2's retriever only
+def test_a_window_cut_mid_trace_is_reported_incomplete_not_scored(tmp_path: Path) -> None:
+    """Only the first part of a cut trace (a retriever, no model call, no root): counted
+    incomplete, never scored."""
+    spans = record_turns(3)
+    cut = write_groundwire_jsonl(spans[:7], tmp_path / "first.jsonl", batch=2)  # 2 whole + 1
+    assert spans[6].name == "retrieve"
     out = tmp_path / "out.jsonl"
-    summary = rescore(first, SPEC, out)
+    summary = rescore(cut, SPEC, out)
     assert summary.turns_scored == 2
     assert summary.counts.incomplete == {ROOT_MISSING: 1}
     assert "1 traces incomplete, not scored (1 root span missing)" in "\n".join(summary.lines())
-    two = rescore([first, first], SPEC, tmp_path / "twice.jsonl")
+    two = rescore([cut, cut], SPEC, tmp_path / "twice.jsonl")
     assert (two.turns_scored, two.counts.incomplete) == (2, {ROOT_MISSING: 1})
+
+
+def test_children_of_a_root_that_never_arrived_make_their_turn(
+    recorded: Path, tmp_path: Path
+) -> None:
+    """A cut that keeps a turn's retriever and model call but not its root (an instrumentor
+    that never ended the root span looks the same): the children make the turn under a
+    stand-in for the root, and the summary says so."""
+    lines = recorded.read_text().splitlines(keepends=True)
+    first = tmp_path / "first.jsonl"
+    first.write_text("".join(lines[:4]))  # turns 0-1 whole, turn 2's retriever and model call
+    summary = rescore(first, SPEC, tmp_path / "out.jsonl")
+    assert summary.turns_scored == 3
+    assert (summary.counts.incomplete, summary.counts.parent_missing) == ({}, 1)
+    assert "1 traces scored without a parent span that never arrived" in "\n".join(summary.lines())
 
 
 def _spans(provider_spans: Sequence[ReadableSpan]) -> list[SpanRecord]:

@@ -46,7 +46,7 @@ def test_resume_expected_and_incomplete_traces_work_alike_on_ray(
 ) -> None:
     """--resume continues a cut OUT, gold answers join, a cut trace is counted: as locally."""
     spans = record_turns(6)
-    whole = write_groundwire_jsonl(spans[:-1], tmp_path / "all.jsonl", batch=2)  # last root cut
+    whole = write_groundwire_jsonl(spans[:-2], tmp_path / "all.jsonl", batch=2)  # last turn cut
     lines = whole.read_text().splitlines(keepends=True)
     parts = [tmp_path / "b.jsonl", tmp_path / "a.jsonl"]
     parts[0].write_text("".join(lines[4:]))

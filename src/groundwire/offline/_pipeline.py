@@ -80,6 +80,10 @@ class TurnCounts:
     """Turns assembled a second time (a duplicate trace read after its first copy was released)."""
     incomplete: dict[str, int] = field(default_factory=dict)
     """Traces not scored because some of their spans never arrived, by reason (`trace_gap`)."""
+    parent_missing: int = 0
+    """Traces scored although a parent span never arrived: every span that names an absent
+    parent is a turn root, or a child of one that its children stand in for (an instrumentor
+    that never ended a span; docs/assembly.md, "Turns")."""
 
     @property
     def incomplete_traces(self) -> int:
@@ -147,10 +151,12 @@ def trace_turns(
     produced before (`seen_turns`) dropped as a duplicate, resumed ones skipped, gold attached."""
     counts.traces += 1
     gap = trace_gap(spans, absent)
-    if gap is not None:
-        counts.incomplete[gap] = counts.incomplete.get(gap, 0) + 1
-        return
     turns = turns_from_spans(spans, logs=logs)
+    if gap is not None:
+        if not turns or not _gap_is_a_turn_boundary(spans, turns, absent):
+            counts.incomplete[gap] = counts.incomplete.get(gap, 0) + 1
+            return
+        counts.parent_missing += 1
     if not turns:
         counts.no_turn.add(spans)
     for turn in turns:
@@ -164,6 +170,22 @@ def trace_turns(
             counts.resumed += 1
             continue
         yield expected.attach(turn) if expected is not None else turn
+
+
+def _gap_is_a_turn_boundary(
+    spans: list[SpanRecord], turns: list[RagTurn], absent: Collection[str]
+) -> bool:
+    """True when every span naming an absent parent is a turn's root, or a child of the missing
+    parent a turn stands in for: the turns are whole, only the span around them never arrived."""
+    ids = {span.span_id for span in spans}
+    roots = {turn.span_id for turn in turns}
+    return all(
+        span.span_id in roots or span.parent_span_id in roots
+        for span in spans
+        if not span.is_local_root
+        and span.parent_span_id not in ids
+        and span.parent_span_id not in absent
+    )
 
 
 _REMEMBERED_EVALUATIONS: Final = 100_000

@@ -71,6 +71,7 @@ _TURN_COUNTERS = (
     "evaluation_logs",
     "duplicate_spans",
     "duplicate_turns",
+    "parent_missing",
 )
 _BLOCK_CHUNKS = 4
 """Traces per block handed to a scoring actor, in chunks: small blocks spread the work over all

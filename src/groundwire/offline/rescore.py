@@ -204,6 +204,11 @@ class RescoreSummary:
                 f"{c.incomplete_traces} traces incomplete, not scored ({reasons}): "
                 "some of their spans never arrived (give every file of the time window)"
             )
+        if c.parent_missing:
+            out.append(
+                f"{c.parent_missing} traces scored without a parent span that never arrived "
+                "(their turns are whole; `groundwire inspect` names the missing span)"
+            )
         if self.expected_matched:
             out.append(f"gold answers attached to {self.expected_matched} turns")
         unreachable = sum(t.skip_reasons.get(JUDGE_UNREACHABLE, 0) for t in self.tallies.values())
