@@ -3,6 +3,7 @@ deadline, and no traceback (docs/gateway.md, "Shutdown")."""
 
 from __future__ import annotations
 
+import re
 import time
 import urllib.request
 from collections.abc import Callable
@@ -55,3 +56,6 @@ def test_sigterm_with_the_downstream_dead_exits_130_within_the_deadline_without_
     assert elapsed < _DEADLINE_S + _EXIT_SLACK_S, f"{elapsed:.1f} s\n{output}"
     assert "Traceback" not in output and "internal error" not in output, output
     assert "items left unforwarded" in output, output
+    # the scoring process's result exports (one carrier span and one result event per turn)
+    # are counted as not exported, not lost silently
+    assert re.search(r"not exported by the [\d.]+ s deadline: 3 spans, 3 log records", output)

@@ -25,9 +25,28 @@ from groundwire.exporters._jsonl import JsonLinesFile, JsonLinesLogExporter
 from groundwire.exporters._providers import ExporterChoice, guarded_exporter
 from groundwire.exporters._target import otlp_exporter
 
-__all__ = ["app_logger_provider", "build_logger_provider", "log_exporter"]
+__all__ = [
+    "CountingBatchLogRecordProcessor",
+    "app_logger_provider",
+    "build_logger_provider",
+    "log_exporter",
+]
 
 _LOGS_EXPORTER_VAR = "OTEL_LOGS_EXPORTER"
+
+
+class CountingBatchLogRecordProcessor(BatchLogRecordProcessor):
+    """The SDK's BatchLogRecordProcessor, counting the records it was given, so that shutdown
+    can say how many never reached the endpoint (given minus exported), as for spans."""
+
+    def __init__(self, exporter: Any, **options: Any) -> None:
+        super().__init__(exporter, **options)
+        self.emitted = 0
+
+    def on_emit(self, log_record: Any) -> None:
+        """Count the record, then queue it as the SDK does."""
+        self.emitted += 1
+        super().on_emit(log_record)
 
 
 def app_logger_provider(given: Any = None) -> ApiLoggerProvider | None:
@@ -74,13 +93,17 @@ def build_logger_provider(
     provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
     if _logs_disabled():
         return provider
-    exporter: Any = None
+    guard = None
     if choice.kind == "otlp":
         exporter, guard = guarded_exporter("logs", choice.target)
-        if guards is not None:
-            guards.append(guard)
     else:
         exporter = log_exporter(choice, file)
-    if exporter is not None:
-        provider.add_log_record_processor(BatchLogRecordProcessor(exporter, **batch_options))
+    if exporter is None:
+        return provider
+    batch = CountingBatchLogRecordProcessor(exporter, **batch_options)
+    provider.add_log_record_processor(batch)
+    if guard is not None:
+        guard.given = lambda: batch.emitted
+        if guards is not None:
+            guards.append(guard)
     return provider

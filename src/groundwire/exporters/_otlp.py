@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -31,6 +30,7 @@ from groundwire._breaker import CLOSED
 from groundwire._deadline import run_until
 from groundwire.emit import metric_views
 from groundwire.exporters._guard import ExportGuard
+from groundwire.exporters._logs import CountingBatchLogRecordProcessor
 from groundwire.exporters._providers import (
     CountingBatchSpanProcessor,
     guard_exporter,
@@ -53,7 +53,7 @@ class OtlpProviders:
     meter_provider: MeterProvider
     logger_provider: LoggerProvider | None
     span_processor: CountingBatchSpanProcessor
-    log_processor: BatchLogRecordProcessor | None
+    log_processor: CountingBatchLogRecordProcessor | None
     guards: list[ExportGuard]
     """Every exporter's guard: breakers and counts."""
     interval_millis: float | None = None
@@ -117,7 +117,7 @@ class OtlpProviders:
         if missing or unfinished:
             down = [guard.name for guard in self.guards if guard.breaker.state != CLOSED]
             logger.warning(
-                "telemetry not exported by the %g s deadline: %s%s%s",
+                "telemetry not exported by the %.1f s deadline: %s%s%s",
                 timeout_s,
                 ", ".join(f"{count} {kind}" for kind, count in missing.items()) or "nothing",
                 f"; still running, abandoned: {', '.join(unfinished)}" if unfinished else "",
@@ -225,9 +225,11 @@ def build_otlp_providers(
     tracer_provider.add_span_processor(span_processor)
     logger_provider = log_processor = None
     if logs:
-        log_processor = BatchLogRecordProcessor(exporter("logs"), **options)
+        counting = CountingBatchLogRecordProcessor(exporter("logs"), **options)
+        guards[-1].given = lambda: counting.emitted  # the log guard: count what it was given
         logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
-        logger_provider.add_log_record_processor(log_processor)
+        logger_provider.add_log_record_processor(counting)
+        log_processor = counting
     meter_provider = _meter_provider(resource, exporter("metrics"), interval_millis, extra_readers)
     return OtlpProviders(
         target,
