@@ -177,7 +177,7 @@ def test_shutdown_keeps_its_deadline_and_counts_what_a_dead_or_hung_endpoint_mis
     assert elapsed < 1.5, elapsed
     missing = providers.not_exported()
     assert (missing["spans"], missing["log records"]) == (4, 3)
-    (line,) = [r for r in caplog.records if "not exported by the" in r.getMessage()]
+    (line,) = [r for r in caplog.records if "not exported at shutdown" in r.getMessage()]
     assert "4 spans, 3 log records" in line.getMessage() and line.exc_info is None
     assert not [r for r in caplog.records if r.exc_info and r.levelno >= logging.WARNING]
 

@@ -117,7 +117,7 @@ class OtlpProviders:
         if missing or unfinished:
             down = [guard.name for guard in self.guards if guard.breaker.state != CLOSED]
             logger.warning(
-                "telemetry not exported by the %.1f s deadline: %s%s%s",
+                "telemetry not exported at shutdown (deadline %.1f s): %s%s%s",
                 timeout_s,
                 ", ".join(f"{count} {kind}" for kind, count in missing.items()) or "nothing",
                 f"; still running, abandoned: {', '.join(unfinished)}" if unfinished else "",
