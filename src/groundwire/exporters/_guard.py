@@ -116,8 +116,15 @@ class ExportGuard:
         self.observer: Callable[[str, int, str | None], None] | None = None
         """Told every outcome as it happens: (`exported`, `failed` or `skipped`, items, why
         or None), e.g. for a report of what an endpoint accepted."""
+        self.last_failure = ""
+        """Why the endpoint last counted as down (for reports of what was skipped)."""
         self.abort: Callable[[], None] | None = None
         """Stops the wrapped exporter's retry waits (its `shutdown`), set by the wrapper."""
+
+    def _fail(self, reason: str) -> None:
+        """The endpoint failed for `reason`: tell the breaker, keep the reason."""
+        self.last_failure = reason
+        self.breaker.failure(reason)
 
     def close_by(self, deadline: float) -> None:
         """Shutdown begins: nothing is sent after `deadline`, and an endpoint that refuses
@@ -126,7 +133,7 @@ class ExportGuard:
         if self.address is None:
             return
         if not _reachable(self.address, min(_PROBE_TIMEOUT_S, deadline - time.monotonic())):
-            self.breaker.failure(f"connection to {self.address[0]}:{self.address[1]} failed")
+            self._fail(f"connection to {self.address[0]}:{self.address[1]} failed")
             self.stop()
 
     def stop(self) -> None:
@@ -155,7 +162,7 @@ class ExportGuard:
         if probing and self.address is not None:
             timeout = _PROBE_TIMEOUT_S if remaining is None else min(_PROBE_TIMEOUT_S, remaining)
             if not _reachable(self.address, timeout):
-                self.breaker.failure(f"connection to {self.address[0]}:{self.address[1]} failed")
+                self._fail(f"connection to {self.address[0]}:{self.address[1]} failed")
                 return False
         return True
 
@@ -175,7 +182,7 @@ class ExportGuard:
         if ok:
             self.breaker.success()
         elif self.address is None or not _reachable(self.address, _PROBE_TIMEOUT_S):
-            self.breaker.failure("export failed and the endpoint refuses connections")
+            self._fail("export failed and the endpoint refuses connections")
         else:
             self.breaker.success()  # it answered (an error status): reachable, not an outage
 
@@ -188,7 +195,7 @@ class ExportGuard:
             why = (
                 "not sent: the shutdown deadline had passed"
                 if remaining is not None and remaining <= 0
-                else f"not sent: {self.name} unreachable (circuit breaker open)"
+                else f"not sent: {self.name} unreachable ({self.last_failure or 'circuit open'})"
             )
             self.observer("skipped", count, why)
 
