@@ -67,14 +67,17 @@ class OtlpProviders:
     ) -> tuple[TracerProvider, MeterProvider, LoggerProvider | None]:
         """Providers with `resource` exporting like these: spans and log records through the
         same processors (closed by ours, so these are never shut on their own), metrics through
-        a guarded reader of their own (a meter provider has one resource)."""
+        a guarded reader of their own (a meter provider has one resource) whose breaker is our
+        metric exporter's (one outage, one warning, however many resources)."""
         tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         tracer_provider.add_span_processor(self.span_processor)
         logger_provider = None
         if self.log_processor is not None:
             logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
             logger_provider.add_log_record_processor(self.log_processor)
-        exporter, guard = guarded_exporter("metrics", self.target)
+        ours = next((g for g in self.guards if g.kind == "metric exports"), None)
+        breaker = ours.breaker if ours is not None else None
+        exporter, guard = guarded_exporter("metrics", self.target, breaker)
         self.guards.append(guard)
         meter_provider = _meter_provider(resource, exporter, self.interval_millis)
         self.meter_providers.append(meter_provider)
@@ -115,7 +118,7 @@ class OtlpProviders:
         missing = self.not_exported()
         unfinished = [outcome.name for outcome in outcomes if not outcome.done]
         if missing or unfinished:
-            down = [guard.name for guard in self.guards if guard.breaker.state != CLOSED]
+            down = sorted({guard.name for guard in self.guards if guard.breaker.state != CLOSED})
             logger.warning(
                 "telemetry not exported at shutdown (deadline %.1f s): %s%s%s",
                 timeout_s,

@@ -28,6 +28,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from groundwire._breaker import CircuitBreaker
 from groundwire.emit import metric_views
 from groundwire.exporters._guard import (
     ExportGuard,
@@ -116,14 +117,17 @@ def _shared(file: JsonLinesFile | None) -> JsonLinesFile:
     return file
 
 
-def guarded_exporter(signal: str, target: OtlpTarget) -> tuple[Any, ExportGuard]:
-    """The SDK's OTLP exporter of `signal` for `target`, behind a guard probing its endpoint."""
+def guarded_exporter(
+    signal: str, target: OtlpTarget, breaker: CircuitBreaker | None = None
+) -> tuple[Any, ExportGuard]:
+    """The SDK's OTLP exporter of `signal` for `target`, behind a guard probing its endpoint
+    (with `breaker` when exporters to one endpoint share one: one warning per outage)."""
     inner = otlp_exporter(signal, target)
     grpc = target.protocol_for(signal) == "grpc"
     endpoint = str(getattr(inner, "_endpoint", "") or "")
     address = probe_address(endpoint, default_port=GRPC_PORT if grpc else HTTP_PORT)
     shown = endpoint if "://" in endpoint else f"{endpoint} (gRPC)"
-    guard = ExportGuard(f"OTLP {signal} endpoint {shown}", address)
+    guard = ExportGuard(f"OTLP {signal} endpoint {shown}", address, breaker)
     guard.endpoint = endpoint
     return guard_exporter(signal, inner, guard), guard
 
