@@ -34,6 +34,7 @@ __all__ = [
     "SIGNALS",
     "OtlpTarget",
     "grpc_target",
+    "http_endpoint",
     "otlp_exporter",
     "otlp_protocol",
 ]
