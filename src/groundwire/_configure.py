@@ -47,11 +47,12 @@ from groundwire._switch import DEFAULT_SWITCH_INTERVAL_S, SwitchInterval, check_
 from groundwire._types import RagTurn
 from groundwire.capture import LIVE_CONTENT, CaptureConfig
 from groundwire.emit import Emitter, resolve_events
-from groundwire.exporters._guard import ExportGuard
-from groundwire.exporters._jsonl import JsonLinesFile
-from groundwire.exporters._logs import app_logger_provider, build_logger_provider
-from groundwire.exporters._providers import (
+from groundwire.exporters import (
     ExporterChoice,
+    ExportGuard,
+    JsonLinesFile,
+    app_logger_provider,
+    build_logger_provider,
     build_meter_provider,
     build_tracer_provider,
     choose_exporter,
@@ -851,7 +852,7 @@ def _configure(
     if owns_logger:
         # groundwire's own: not made global (a process may set that only once, and the app's
         # later set_logger_provider would then fail); only the result events use it
-        logger_provider = build_logger_provider(resource, choice, file)
+        logger_provider = build_logger_provider(resource, choice, file, guards=guards)
 
     emitter = Emitter(
         tracer_provider=tracer_provider,

@@ -1,8 +1,9 @@
 """Exporters that never hold the app: a circuit breaker for an unreachable endpoint, a deadline
 for shutdown, and counts of what was exported and what was not.
 
-`GuardedSpanExporter` and `GuardedMetricExporter` wrap the SDK's OTLP exporters in the providers
-groundwire builds. While the endpoint answers, they add nothing but a counter. When an export
+`GuardedSpanExporter`, `GuardedMetricExporter` and `GuardedLogExporter` wrap the SDK's OTLP
+exporters in every provider groundwire builds (`configure()`, `serve`, `rescore --export-otlp`).
+While the endpoint answers, they add nothing but a counter. When an export
 fails and the endpoint refuses TCP connections (a Collector being redeployed, a wrong network
 policy, a laptop offline), the breaker (`groundwire._breaker`) opens: later batches are dropped at
 once and counted instead of each waiting through the exporter's full retry series, one warning
@@ -23,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -32,6 +34,7 @@ from groundwire._breaker import CLOSED, CircuitBreaker
 __all__ = [
     "EXPORT_BREAKER_COOLDOWN_S",
     "ExportGuard",
+    "GuardedLogExporter",
     "GuardedMetricExporter",
     "GuardedSpanExporter",
     "probe_address",
@@ -92,6 +95,8 @@ class ExportGuard:
         self, name: str, address: tuple[str, int] | None, breaker: CircuitBreaker | None = None
     ) -> None:
         self.name = name
+        self.endpoint = ""
+        """Where the exporter sends, for messages (empty when unknown)."""
         self.address = address
         """Where a TCP probe connects (None: no probe; every failed export counts)."""
         self.breaker = breaker or CircuitBreaker(
@@ -106,10 +111,20 @@ class ExportGuard:
         """`time.monotonic()` after which nothing is sent (set by shutdown)."""
         self.given: Callable[[], int] | None = None
         """Items handed to the batch processor in front of the exporter, when it counts them."""
-        self.kind = "spans" if "traces" in name else "metric exports"
+        self.kind = _kind(name)
         """What the counts count, for log lines."""
+        self.observer: Callable[[str, int, str | None], None] | None = None
+        """Told every outcome as it happens: (`exported`, `failed` or `skipped`, items, why
+        or None), e.g. for a report of what an endpoint accepted."""
+        self.last_failure = ""
+        """Why the endpoint last counted as down (for reports of what was skipped)."""
         self.abort: Callable[[], None] | None = None
         """Stops the wrapped exporter's retry waits (its `shutdown`), set by the wrapper."""
+
+    def _fail(self, reason: str) -> None:
+        """The endpoint failed for `reason`: tell the breaker, keep the reason."""
+        self.last_failure = reason
+        self.breaker.failure(reason)
 
     def close_by(self, deadline: float) -> None:
         """Shutdown begins: nothing is sent after `deadline`, and an endpoint that refuses
@@ -118,7 +133,7 @@ class ExportGuard:
         if self.address is None:
             return
         if not _reachable(self.address, min(_PROBE_TIMEOUT_S, deadline - time.monotonic())):
-            self.breaker.failure(f"connection to {self.address[0]}:{self.address[1]} failed")
+            self._fail(f"connection to {self.address[0]}:{self.address[1]} failed")
             self.stop()
 
     def stop(self) -> None:
@@ -147,7 +162,7 @@ class ExportGuard:
         if probing and self.address is not None:
             timeout = _PROBE_TIMEOUT_S if remaining is None else min(_PROBE_TIMEOUT_S, remaining)
             if not _reachable(self.address, timeout):
-                self.breaker.failure(f"connection to {self.address[0]}:{self.address[1]} failed")
+                self._fail(f"connection to {self.address[0]}:{self.address[1]} failed")
                 return False
         return True
 
@@ -155,17 +170,19 @@ class ExportGuard:
         """Seconds left before the deadline (None when there is none)."""
         return None if self.deadline is None else self.deadline - time.monotonic()
 
-    def settle(self, ok: bool, count: int) -> None:
+    def settle(self, ok: bool, count: int, why: str | None = None) -> None:
         """Record an export's result; a failure against a refusing endpoint opens the breaker."""
         with self._lock:
             if ok:
                 self.exported += count
             else:
                 self.not_exported += count
+        if self.observer is not None:
+            self.observer("exported" if ok else "failed", count, why)
         if ok:
             self.breaker.success()
         elif self.address is None or not _reachable(self.address, _PROBE_TIMEOUT_S):
-            self.breaker.failure("export failed and the endpoint refuses connections")
+            self._fail("export failed and the endpoint refuses connections")
         else:
             self.breaker.success()  # it answered (an error status): reachable, not an outage
 
@@ -173,6 +190,26 @@ class ExportGuard:
         """Count items dropped without an attempt (breaker open or deadline passed)."""
         with self._lock:
             self.not_exported += count
+        if self.observer is not None:
+            remaining = self.remaining_s()
+            why = (
+                "not sent: the shutdown deadline had passed"
+                if remaining is not None and remaining <= 0
+                else f"not sent: {self.name} unreachable ({self.last_failure or 'circuit open'})"
+            )
+            self.observer("skipped", count, why)
+
+
+def _kind(name: str) -> str:
+    """What a guard named `name` counts."""
+    if "traces" in name:
+        return "spans"
+    return "log records" if "logs" in name else "metric exports"
+
+
+def _why(error: Exception) -> str:
+    """An exporter's exception, for a report."""
+    return f"{type(error).__name__}: {error}"[:300]
 
 
 class GuardedSpanExporter(SpanExporter):
@@ -192,12 +229,13 @@ class GuardedSpanExporter(SpanExporter):
         remaining = self.guard.remaining_s()
         if remaining is not None:
             _cap_timeout(self.inner, remaining)
+        why = None
         try:
             result = self.inner.export(spans)
-        except Exception:
+        except Exception as error:
             logger.debug("span export raised", exc_info=True)
-            result = SpanExportResult.FAILURE
-        self.guard.settle(result is SpanExportResult.SUCCESS, len(spans))
+            result, why = SpanExportResult.FAILURE, _why(error)
+        self.guard.settle(result is SpanExportResult.SUCCESS, len(spans), why)
         return result
 
     def shutdown(self) -> None:
@@ -236,12 +274,13 @@ class GuardedMetricExporter(MetricExporter):
         if remaining is not None:
             _cap_timeout(self.inner, remaining)
             timeout_millis = min(timeout_millis, max(remaining, 0.001) * 1000)
+        why = None
         try:
             result = self.inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
-        except Exception:
+        except Exception as error:
             logger.debug("metric export raised", exc_info=True)
-            result = MetricExportResult.FAILURE
-        self.guard.settle(result is MetricExportResult.SUCCESS, 1)
+            result, why = MetricExportResult.FAILURE, _why(error)
+        self.guard.settle(result is MetricExportResult.SUCCESS, 1, why)
         return result
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
@@ -254,3 +293,41 @@ class GuardedMetricExporter(MetricExporter):
             self._shut = True
             self.inner.shutdown(timeout_millis=timeout_millis, **kwargs)
         self.guard.deadline = self.guard.deadline or time.monotonic()  # nothing more to send
+
+
+class GuardedLogExporter(LogRecordExporter):
+    """A log record exporter behind an `ExportGuard` (counts are log records)."""
+
+    def __init__(self, inner: LogRecordExporter, guard: ExportGuard) -> None:
+        self.inner = inner
+        self.guard = guard
+        self._shut = False
+        guard.abort = self.shutdown
+
+    def export(self, batch: Sequence[Any]) -> LogRecordExportResult:
+        """Export unless the endpoint is known to be down or the deadline passed."""
+        if not self.guard.admit():
+            self.guard.skip(len(batch))
+            return LogRecordExportResult.FAILURE
+        remaining = self.guard.remaining_s()
+        if remaining is not None:
+            _cap_timeout(self.inner, remaining)
+        why = None
+        try:
+            result = self.inner.export(batch)
+        except Exception as error:
+            logger.debug("log record export raised", exc_info=True)
+            result, why = LogRecordExportResult.FAILURE, _why(error)
+        self.guard.settle(result is LogRecordExportResult.SUCCESS, len(batch), why)
+        return result
+
+    def shutdown(self) -> None:
+        """Shut the wrapped exporter once (it also stops any retry wait in progress)."""
+        if not self._shut:
+            self._shut = True
+            self.inner.shutdown()  # type: ignore[no-untyped-call]
+        self.guard.deadline = self.guard.deadline or time.monotonic()  # nothing more to send
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Flush the wrapped exporter."""
+        return bool(self.inner.force_flush(timeout_millis))

@@ -1,11 +1,11 @@
 """A logger provider for apps that have none, so evaluation results can travel as log records.
 
-Same choice as for traces and metrics (`groundwire.exporters._providers`): OTLP when an
-`OTEL_EXPORTER_OTLP_*ENDPOINT` is set, over http/protobuf unless
-`OTEL_EXPORTER_OTLP_[LOGS_]PROTOCOL` says `grpc` (the exporter reads the endpoint, headers, timeout
-and compression variables itself); else `resourceLogs` lines in the OTLP/JSON-lines file beside
-the spans and metrics. The standard `OTEL_LOGS_EXPORTER=none` builds a provider that exports
-nothing. An app's own logger provider (global, or passed in) is always used instead.
+Same choice as for traces and metrics (`groundwire.exporters._providers`): OTLP to the choice's
+target (`groundwire.exporters._target` resolves it, `OTEL_EXPORTER_OTLP_[LOGS_]PROTOCOL` picking
+`grpc` or http/protobuf), behind an `ExportGuard` like the other signals; else `resourceLogs`
+lines in the OTLP/JSON-lines file beside the spans and metrics. The standard
+`OTEL_LOGS_EXPORTER=none` builds a provider that exports nothing. An app's own logger provider
+(global, or passed in) is always used instead.
 """
 
 from __future__ import annotations
@@ -20,12 +20,33 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 
+from groundwire.exporters._guard import ExportGuard
 from groundwire.exporters._jsonl import JsonLinesFile, JsonLinesLogExporter
-from groundwire.exporters._providers import ExporterChoice, otlp_protocol
+from groundwire.exporters._providers import ExporterChoice, guarded_exporter
+from groundwire.exporters._target import otlp_exporter
 
-__all__ = ["app_logger_provider", "build_logger_provider", "log_exporter"]
+__all__ = [
+    "CountingBatchLogRecordProcessor",
+    "app_logger_provider",
+    "build_logger_provider",
+    "log_exporter",
+]
 
 _LOGS_EXPORTER_VAR = "OTEL_LOGS_EXPORTER"
+
+
+class CountingBatchLogRecordProcessor(BatchLogRecordProcessor):
+    """The SDK's BatchLogRecordProcessor, counting the records it was given, so that shutdown
+    can say how many never reached the endpoint (given minus exported), as for spans."""
+
+    def __init__(self, exporter: Any, **options: Any) -> None:
+        super().__init__(exporter, **options)
+        self.emitted = 0
+
+    def on_emit(self, log_record: Any) -> None:
+        """Count the record, then queue it as the SDK does."""
+        self.emitted += 1
+        super().on_emit(log_record)
 
 
 def app_logger_provider(given: Any = None) -> ApiLoggerProvider | None:
@@ -55,24 +76,34 @@ def log_exporter(choice: ExporterChoice, file: JsonLinesFile | None = None) -> A
             raise ValueError("a file exporter choice needs the shared JsonLinesFile")
         return JsonLinesLogExporter(file)
     if choice.kind == "otlp":
-        if otlp_protocol("logs") == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
-                OTLPLogExporter as GrpcLogExporter,
-            )
-
-            return GrpcLogExporter()
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-
-        return OTLPLogExporter()
+        return otlp_exporter("logs", choice.target)
     return None
 
 
 def build_logger_provider(
-    resource: Resource, choice: ExporterChoice, file: JsonLinesFile | None = None
+    resource: Resource,
+    choice: ExporterChoice,
+    file: JsonLinesFile | None = None,
+    *,
+    guards: list[ExportGuard] | None = None,
+    **batch_options: Any,
 ) -> LoggerProvider:
-    """An SDK logger provider batching records to the chosen exporter."""
-    provider = LoggerProvider(resource=resource)
-    exporter = log_exporter(choice, file)
-    if exporter is not None:
-        provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+    """An SDK logger provider batching records to the chosen exporter (`batch_options` go to the
+    batch processor); the OTLP exporter's guard is appended to `guards`."""
+    provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+    if _logs_disabled():
+        return provider
+    guard = None
+    if choice.kind == "otlp":
+        exporter, guard = guarded_exporter("logs", choice.target)
+    else:
+        exporter = log_exporter(choice, file)
+    if exporter is None:
+        return provider
+    batch = CountingBatchLogRecordProcessor(exporter, **batch_options)
+    provider.add_log_record_processor(batch)
+    if guard is not None:
+        guard.given = lambda: batch.emitted
+        if guards is not None:
+            guards.append(guard)
     return provider

@@ -1,21 +1,22 @@
-"""Tracer and meter providers for apps that have none: OTLP when configured, else a local file.
+"""Tracer and meter providers for groundwire's own telemetry: OTLP or a local file.
 
-The choice follows the standard variables: an `OTEL_EXPORTER_OTLP_*ENDPOINT` means OTLP, over
-http/protobuf unless `OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]PROTOCOL` says `grpc`; the exporters
-themselves read the endpoint, headers, timeout and compression variables. With no endpoint the
-telemetry goes to an OTLP/JSON-lines file, the OpenTelemetry Collector's file-exporter layout.
+`choose_exporter` picks where telemetry goes: OTLP when a target endpoint is given or an
+`OTEL_EXPORTER_OTLP_*ENDPOINT` is set, else an OTLP/JSON-lines file, the OpenTelemetry
+Collector's file-exporter layout. The OTLP target (endpoint, protocol, headers, TLS, compression,
+timeout) is resolved by `groundwire.exporters._target`, the one place that does.
 
 OTLP exporters are wrapped in an `ExportGuard` (`groundwire.exporters._guard`): a circuit
 breaker for an unreachable endpoint, the shutdown deadline, and counts of what was not
-exported. The providers are built with `shutdown_on_exit=False`: `groundwire.configure()`
-shuts them down itself, at exit too, within its own deadline (the SDK's hook has none).
+exported. The providers are built with `shutdown_on_exit=False`: their owner (`configure()`,
+`OtlpProviders`) shuts them down itself within its own deadline (the SDK's exit hook has none).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
@@ -27,9 +28,11 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from groundwire._breaker import CircuitBreaker
 from groundwire.emit import metric_views
 from groundwire.exporters._guard import (
     ExportGuard,
+    GuardedLogExporter,
     GuardedMetricExporter,
     GuardedSpanExporter,
     probe_address,
@@ -38,6 +41,13 @@ from groundwire.exporters._jsonl import (
     JsonLinesFile,
     JsonLinesMetricExporter,
     JsonLinesSpanExporter,
+)
+from groundwire.exporters._target import (
+    GRPC_PORT,
+    HTTP_PORT,
+    OtlpTarget,
+    otlp_exporter,
+    otlp_protocol,
 )
 
 __all__ = [
@@ -48,6 +58,8 @@ __all__ = [
     "build_meter_provider",
     "build_tracer_provider",
     "choose_exporter",
+    "guard_exporter",
+    "guarded_exporter",
     "otlp_endpoint_configured",
     "otlp_protocol",
 ]
@@ -63,25 +75,11 @@ _ENDPOINT_VARS = (
     "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
     "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
 )
-_PROTOCOLS = ("http/protobuf", "grpc")
 
 
 def otlp_endpoint_configured() -> bool:
     """True when any standard OTLP endpoint variable is set."""
     return any(os.environ.get(name, "").strip() for name in _ENDPOINT_VARS)
-
-
-def otlp_protocol(signal: str) -> str:
-    """`http/protobuf` or `grpc` for `traces`, `metrics` or `logs`, from the standard variables."""
-    specific = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL", "").strip()
-    protocol = specific or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "").strip()
-    protocol = protocol or "http/protobuf"
-    if protocol not in _PROTOCOLS:
-        raise ValueError(
-            f"OTLP protocol {protocol!r} (OTEL_EXPORTER_OTLP_[{signal.upper()}_]PROTOCOL) is not "
-            f"supported; use one of {list(_PROTOCOLS)}"
-        )
-    return protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,29 +90,58 @@ class ExporterChoice:
     """`otlp`, `file` or `none`."""
     path: Path | None = None
     """The file, for `file`."""
+    target: OtlpTarget = field(default_factory=OtlpTarget)
+    """The OTLP destination, for `otlp` (by default the standard variables say)."""
 
 
-def choose_exporter(exporter: str, output_path: str | os.PathLike[str] | None) -> ExporterChoice:
-    """Resolve `auto` against the environment; errors name the bad value."""
+def choose_exporter(
+    exporter: str,
+    output_path: str | os.PathLike[str] | None,
+    target: OtlpTarget | None = None,
+) -> ExporterChoice:
+    """Resolve `auto` against `target` and the environment; errors name the bad value."""
     if exporter not in EXPORTER_CHOICES:
         raise ValueError(f"exporter must be one of {list(EXPORTER_CHOICES)}, got {exporter!r}")
+    target = target or OtlpTarget()
     if exporter == "auto":
-        exporter = "otlp" if otlp_endpoint_configured() else "file"
+        exporter = "otlp" if target.endpoint or otlp_endpoint_configured() else "file"
     if exporter == "file":
         return ExporterChoice("file", Path(output_path) if output_path else DEFAULT_OUTPUT_PATH)
-    return ExporterChoice(exporter)
+    return ExporterChoice(exporter, target=target)
 
 
-_GRPC_PORT = 4317
-_HTTP_PORT = 4318
+def _shared(file: JsonLinesFile | None) -> JsonLinesFile:
+    """The JSON-lines file a `file` choice writes to (its providers share it)."""
+    if file is None:
+        raise ValueError("a file exporter choice needs the shared JsonLinesFile")
+    return file
 
 
-def _guard(signal: str, exporter: object, grpc: bool) -> ExportGuard:
-    """The guard of one OTLP exporter, probing the endpoint it sends to."""
-    endpoint = str(getattr(exporter, "_endpoint", "") or "")
-    address = probe_address(endpoint, default_port=_GRPC_PORT if grpc else _HTTP_PORT)
+def guarded_exporter(
+    signal: str, target: OtlpTarget, breaker: CircuitBreaker | None = None
+) -> tuple[Any, ExportGuard]:
+    """The SDK's OTLP exporter of `signal` for `target`, behind a guard probing its endpoint
+    (with `breaker` when exporters to one endpoint share one: one warning per outage)."""
+    inner = otlp_exporter(signal, target)
+    grpc = target.protocol_for(signal) == "grpc"
+    endpoint = str(getattr(inner, "_endpoint", "") or "")
+    address = probe_address(endpoint, default_port=GRPC_PORT if grpc else HTTP_PORT)
     shown = endpoint if "://" in endpoint else f"{endpoint} (gRPC)"
-    return ExportGuard(f"OTLP {signal} endpoint {shown}", address)
+    guard = ExportGuard(f"OTLP {signal} endpoint {shown}", address, breaker)
+    guard.endpoint = endpoint
+    return guard_exporter(signal, inner, guard), guard
+
+
+def guard_exporter(signal: str, inner: Any, guard: ExportGuard) -> Any:
+    """`inner`, the exporter of `signal`, behind `guard`."""
+    return _GUARDED[signal](inner, guard)
+
+
+_GUARDED: dict[str, Any] = {
+    "traces": GuardedSpanExporter,
+    "metrics": GuardedMetricExporter,
+    "logs": GuardedLogExporter,
+}
 
 
 class CountingBatchSpanProcessor(BatchSpanProcessor):
@@ -133,60 +160,25 @@ class CountingBatchSpanProcessor(BatchSpanProcessor):
         super().on_end(span)
 
 
-def _span_exporter(choice: ExporterChoice, file: JsonLinesFile | None) -> SpanExporter | None:
-    """The span exporter for the choice (None for `none`)."""
-    if choice.kind == "file":
-        assert file is not None
-        return JsonLinesSpanExporter(file)
-    if choice.kind == "otlp":
-        if otlp_protocol("traces") == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-                OTLPSpanExporter as GrpcSpanExporter,
-            )
-
-            return GrpcSpanExporter()
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        return OTLPSpanExporter()
-    return None
-
-
-def _metric_exporter(choice: ExporterChoice, file: JsonLinesFile | None) -> MetricExporter | None:
-    """The metric exporter for the choice (None for `none`)."""
-    if choice.kind == "file":
-        assert file is not None
-        return JsonLinesMetricExporter(file)
-    if choice.kind == "otlp":
-        if otlp_protocol("metrics") == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
-                OTLPMetricExporter as GrpcMetricExporter,
-            )
-
-            return GrpcMetricExporter()
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-
-        return OTLPMetricExporter()
-    return None
-
-
 def build_tracer_provider(
     resource: Resource,
     choice: ExporterChoice,
     file: JsonLinesFile | None = None,
     *,
     guards: list[ExportGuard] | None = None,
+    **batch_options: Any,
 ) -> TracerProvider:
-    """An SDK tracer provider batching spans to the chosen exporter; the OTLP exporter's guard
-    is appended to `guards`."""
+    """An SDK tracer provider batching spans to the chosen exporter (`batch_options` go to the
+    batch processor); the OTLP exporter's guard is appended to `guards`."""
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    exporter = _span_exporter(choice, file)
-    if exporter is None:
-        return provider
     guard = None
     if choice.kind == "otlp":
-        guard = _guard("traces", exporter, otlp_protocol("traces") == "grpc")
-        exporter = GuardedSpanExporter(exporter, guard)
-    batch = CountingBatchSpanProcessor(exporter)
+        exporter, guard = guarded_exporter("traces", choice.target)
+    elif choice.kind == "file":
+        exporter = JsonLinesSpanExporter(_shared(file))
+    else:
+        return provider
+    batch = CountingBatchSpanProcessor(exporter, **batch_options)
     provider.add_span_processor(batch)
     if guard is not None:
         guard.given = lambda: batch.ended
@@ -202,22 +194,26 @@ def build_meter_provider(
     extra_readers: tuple[MetricReader, ...] = (),
     *,
     guards: list[ExportGuard] | None = None,
+    interval_millis: float | None = None,
 ) -> tuple[MeterProvider, MetricReader | None]:
     """An SDK meter provider with explicit-bucket views, exporting periodically (and any extras).
 
     Returns the provider and its push reader (None for `none`): flush that one, not the provider,
     since flushing a pull reader such as Prometheus' queues a stale copy for the next scrape.
-    The export interval is the standard `OTEL_METRIC_EXPORT_INTERVAL` (milliseconds, default 60 s).
+    The export interval is `interval_millis`, else the standard `OTEL_METRIC_EXPORT_INTERVAL`
+    (milliseconds, default 60 s).
     """
     readers: list[MetricReader] = list(extra_readers)
-    exporter = _metric_exporter(choice, file)
-    if exporter is not None and choice.kind == "otlp":
-        guard = _guard("metrics", exporter, otlp_protocol("metrics") == "grpc")
-        exporter = GuardedMetricExporter(exporter, guard)
+    exporter: MetricExporter | None = None
+    if choice.kind == "otlp":
+        exporter, guard = guarded_exporter("metrics", choice.target)
         if guards is not None:
             guards.append(guard)
-    push = PeriodicExportingMetricReader(exporter) if exporter is not None else None
-    if push is not None:
+    elif choice.kind == "file":
+        exporter = JsonLinesMetricExporter(_shared(file))
+    push = None
+    if exporter is not None:
+        push = PeriodicExportingMetricReader(exporter, export_interval_millis=interval_millis)
         readers.append(push)
     provider = MeterProvider(
         resource=resource, metric_readers=readers, views=metric_views(), shutdown_on_exit=False

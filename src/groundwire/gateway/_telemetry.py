@@ -3,32 +3,29 @@
 The tracer provider carries the evaluation carrier spans; the logger provider the log-based
 `gen_ai.evaluation.result` events (OTEP 4430); the meter provider carries the evaluation metrics
 and the gateway's own, pushed by OTLP every `metrics_interval_s` and, with `prometheus-client`
-installed, also served on `/metrics`. All export with the OTel SDK's OTLP exporters to the same
-endpoint, headers, compression and CA as the forwarded telemetry.
+installed, also served on `/metrics`. All come from `groundwire.exporters` like every provider
+groundwire builds, for the same endpoint, headers, compression, CA and timeout as the forwarded
+telemetry: their exports are guarded (an unreachable downstream opens a breaker instead of
+holding each batch through the SDK's retries), counted, and closed by the shutdown deadline.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import time
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from groundwire import semconv
-from groundwire.emit import metric_views
+from groundwire.exporters import OtlpProviders, OtlpTarget, build_otlp_providers, grpc_target
 from groundwire.gateway._config import GatewayConfig
 
-__all__ = ["Providers", "ServiceProviders", "build_providers", "grpc_target"]
+__all__ = ["Providers", "ServiceProviders", "build_providers", "forward_target", "grpc_target"]
 
 logger = logging.getLogger("groundwire.gateway")
 
@@ -37,12 +34,16 @@ _SPAN_BATCH_DELAY_MS = 500
 `OTEL_BSP_SCHEDULE_DELAY` overrides it."""
 
 
-def grpc_target(forward: str) -> tuple[str, bool]:
-    """`host:port` and whether TLS is used, from a `grpc://` or `grpcs://` endpoint."""
-    parts = urlsplit(forward)
-    host = parts.hostname or "127.0.0.1"
-    host = f"[{host}]" if ":" in host else host
-    return f"{host}:{parts.port or 4317}", parts.scheme == "grpcs"
+def forward_target(config: GatewayConfig) -> OtlpTarget:
+    """The OTLP target of the gateway's own telemetry: the forward endpoint and its options."""
+    return OtlpTarget(
+        endpoint=config.forward,
+        protocol=config.forward_protocol,
+        headers=dict(config.forward_headers),
+        ca_file=config.forward_ca_file,
+        compression=config.forward_compression,
+        timeout_s=config.forward_timeout_s,
+    )
 
 
 @dataclass(frozen=True)
@@ -56,134 +57,51 @@ class ServiceProviders:
 
 @dataclass
 class Providers:
-    """What `build_providers` made; `shutdown` flushes and closes them all.
+    """What `build_providers` made; `shutdown` flushes and closes them all by a deadline.
 
     `for_service` gives providers whose resource is an app's (`service.name`), so the results
     of that app's turns show under the app: they share the span and log record processors (one
     export queue each) and have a metric reader of their own (a meter provider has one resource).
     """
 
-    tracer_provider: TracerProvider
-    meter_provider: MeterProvider
+    otlp: OtlpProviders
     prometheus: bool
     """True when a Prometheus reader feeds `/metrics`."""
-    config: GatewayConfig | None = None
-    span_processor: BatchSpanProcessor | None = None
-    logger_provider: LoggerProvider | None = None
-    log_processor: BatchLogRecordProcessor | None = None
     services: dict[str, ServiceProviders] = field(default_factory=dict)
     """Providers made by `for_service`, by service name."""
+
+    @property
+    def tracer_provider(self) -> TracerProvider:
+        """The gateway's tracer provider (its own resource)."""
+        return self.otlp.tracer_provider
+
+    @property
+    def meter_provider(self) -> MeterProvider:
+        """The gateway's meter provider (its own resource)."""
+        return self.otlp.meter_provider
+
+    @property
+    def logger_provider(self) -> LoggerProvider | None:
+        """The gateway's logger provider (its own resource)."""
+        return self.otlp.logger_provider
 
     def for_service(self, service: str) -> ServiceProviders:
         """Tracer, meter and logger providers with `service.name=service`, exporting like ours."""
         made = self.services.get(service)
         if made is not None:
             return made
-        if self.config is None or self.span_processor is None or self.log_processor is None:
-            raise ValueError("these providers were built without per-service support")
         resource = Resource.create({semconv.SERVICE_NAME: service})
-        # Not shut down on their own (that would close the shared processors): ours close them.
-        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-        tracer_provider.add_span_processor(self.span_processor)
-        logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
-        logger_provider.add_log_record_processor(self.log_processor)
-        reader = PeriodicExportingMetricReader(
-            _exporters(self.config, spans=False)[1],
-            export_interval_millis=self.config.metrics_interval_s * 1000,
-        )
-        meter_provider = MeterProvider(
-            resource=resource, metric_readers=[reader], views=metric_views(), shutdown_on_exit=False
-        )
+        tracer_provider, meter_provider, logger_provider = self.otlp.for_resource(resource)
+        assert logger_provider is not None  # built with logs
         made = ServiceProviders(tracer_provider, meter_provider, logger_provider)
         self.services[service] = made
         return made
 
-    def shutdown(self, timeout_s: float) -> None:
-        """Flush the last spans, log records and metric points downstream, then close."""
-        deadline = time.monotonic() + timeout_s
-        self.tracer_provider.force_flush(int(timeout_s * 1000))
-        self.tracer_provider.shutdown()
-        if self.logger_provider is not None:
-            remaining = max(0.001, deadline - time.monotonic())
-            self.logger_provider.force_flush(int(remaining * 1000))
-            self.logger_provider.shutdown()
-        meters = [self.meter_provider, *(made.meter_provider for made in self.services.values())]
-        for index, meter_provider in enumerate(meters):
-            share = max(0.0, deadline - time.monotonic()) / (len(meters) - index)
-            meter_provider.shutdown(timeout_millis=max(1.0, share * 1000))
-
-
-def _grpc_options(config: GatewayConfig) -> dict[str, Any]:
-    """Keyword arguments of the SDK's OTLP/gRPC exporters for the forward endpoint."""
-    import grpc  # type: ignore[import-untyped]
-
-    target, secure = grpc_target(config.forward)
-    credentials = None
-    if secure:
-        root = None
-        if config.forward_ca_file:
-            with open(config.forward_ca_file, "rb") as file:
-                root = file.read()
-        credentials = grpc.ssl_channel_credentials(root_certificates=root)
-    gzip = config.forward_compression == "gzip"
-    return {
-        "endpoint": target,
-        "insecure": not secure,
-        "credentials": credentials,
-        "headers": dict(config.forward_headers),
-        "timeout": config.forward_timeout_s,
-        "compression": grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression,
-    }
-
-
-def _http_options(config: GatewayConfig) -> dict[str, Any]:
-    """Keyword arguments of the SDK's OTLP/HTTP exporters (all but the endpoint)."""
-    from opentelemetry.exporter.otlp.proto.http import Compression
-
-    gzip = config.forward_compression == "gzip"
-    return {
-        "headers": dict(config.forward_headers),
-        "timeout": config.forward_timeout_s,
-        "compression": Compression.Gzip if gzip else Compression.NoCompression,
-        "certificate_file": config.forward_ca_file,
-    }
-
-
-def _exporters(config: GatewayConfig, *, spans: bool = True) -> tuple[Any, Any]:
-    """The OTLP span (unless not `spans`: None) and metric exporters for the forward endpoint."""
-    if config.forward_protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
-            OTLPMetricExporter as GrpcMetricExporter,
-        )
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcSpanExporter,
-        )
-
-        common = _grpc_options(config)
-        return GrpcSpanExporter(**common) if spans else None, GrpcMetricExporter(**common)
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    base = config.forward.rstrip("/")
-    http_common = _http_options(config)
-    return (
-        OTLPSpanExporter(endpoint=base + "/v1/traces", **http_common) if spans else None,
-        OTLPMetricExporter(endpoint=base + "/v1/metrics", **http_common),
-    )
-
-
-def _log_exporter(config: GatewayConfig) -> Any:
-    """The OTLP log record exporter for the forward endpoint (the result events)."""
-    if config.forward_protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
-            OTLPLogExporter as GrpcLogExporter,
-        )
-
-        return GrpcLogExporter(**_grpc_options(config))
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-
-    endpoint = config.forward.rstrip("/") + "/v1/logs"
-    return OTLPLogExporter(endpoint=endpoint, **_http_options(config))
+    def shutdown(self, timeout_s: float) -> bool:
+        """Flush the last spans, log records and metric points downstream, then close, all
+        within `timeout_s` whatever the downstream does; True when everything was exported.
+        What was not is counted and logged; this never raises."""
+        return self.otlp.shutdown(timeout_s)
 
 
 def _prometheus_reader() -> MetricReader | None:
@@ -197,32 +115,16 @@ def _prometheus_reader() -> MetricReader | None:
 
 
 def build_providers(config: GatewayConfig, *, prometheus: bool = True) -> Providers:
-    """Tracer and meter providers exporting to the forward endpoint (+ Prometheus if asked and
-    installed)."""
-    resource = Resource.create({semconv.SERVICE_NAME: config.service_name})
-    span_exporter, metric_exporter = _exporters(config)
-    tracer_provider = TracerProvider(resource=resource)
-    delay = int(os.environ.get("OTEL_BSP_SCHEDULE_DELAY", "") or _SPAN_BATCH_DELAY_MS)
-    span_processor = BatchSpanProcessor(span_exporter, schedule_delay_millis=delay)
-    tracer_provider.add_span_processor(span_processor)
-    readers: list[MetricReader] = [
-        PeriodicExportingMetricReader(
-            metric_exporter, export_interval_millis=config.metrics_interval_s * 1000
-        )
-    ]
+    """Tracer, meter and logger providers exporting to the forward endpoint (+ Prometheus if
+    asked and installed)."""
     pull = _prometheus_reader() if prometheus else None
-    if pull is not None:
-        readers.append(pull)
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers, views=metric_views())
-    logger_provider = LoggerProvider(resource=resource)
-    log_processor = BatchLogRecordProcessor(_log_exporter(config), schedule_delay_millis=delay)
-    logger_provider.add_log_record_processor(log_processor)
-    return Providers(
-        tracer_provider,
-        meter_provider,
-        pull is not None,
-        config,
-        span_processor,
-        logger_provider,
-        log_processor,
+    otlp = build_otlp_providers(
+        forward_target(config),
+        Resource.create({semconv.SERVICE_NAME: config.service_name}),
+        extra_readers=(pull,) if pull is not None else (),
+        interval_millis=config.metrics_interval_s * 1000,
+        batch_delay_millis=int(
+            os.environ.get("OTEL_BSP_SCHEDULE_DELAY", "") or _SPAN_BATCH_DELAY_MS
+        ),
     )
+    return Providers(otlp, pull is not None)

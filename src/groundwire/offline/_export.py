@@ -4,9 +4,13 @@ Each turn's scores travel on one EVALUATOR carrier span (`groundwire.evaluation.
 a child of the turn's root span in the original trace with one link to it, so Jaeger or Tempo
 show it under the original request; as `gen_ai.evaluation.result` log records on the turn's root
 span (unless `GROUNDWIRE_EVENTS=span`; see `groundwire.emit`); and as points of the groundwire
-metric instruments. Spans, logs and metrics go over OTLP to `endpoint` (an OTLP/HTTP base URL
-such as `http://collector:4318`, or a gRPC `host:port` when `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`),
-or, without one, wherever the standard `OTEL_EXPORTER_OTLP_*` variables say.
+metric instruments. The providers come from `groundwire.exporters` like every provider
+groundwire builds: spans, logs and metrics go over OTLP to `endpoint` (a base such as
+`http://collector:4318`, or a gRPC `host:port` when `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`; see
+`groundwire.exporters.OtlpTarget`), or, without one, wherever the standard `OTEL_EXPORTER_OTLP_*`
+variables say. Their exporters are guarded (a dead endpoint opens a breaker rather than holding
+each batch through the SDK's retries) and `close` keeps a deadline; the span guard's counts are
+the report of what the endpoint accepted.
 """
 
 from __future__ import annotations
@@ -15,21 +19,15 @@ import logging
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from groundwire import semconv
-from groundwire.emit import Emitter, metric_views, resolve_events
-from groundwire.exporters._providers import otlp_protocol
+from groundwire.emit import Emitter, resolve_events
+from groundwire.exporters import OtlpTarget, build_otlp_providers
 from groundwire.offline._results import TurnResult
 
 __all__ = ["ExportReport", "OtlpExport"]
@@ -37,6 +35,9 @@ __all__ = ["ExportReport", "OtlpExport"]
 logger = logging.getLogger("groundwire.offline")
 
 _DEFAULT_SERVICE = "groundwire-rescore"
+_FROM_ENVIRONMENT = "the OTEL_EXPORTER_OTLP_* endpoint"
+CLOSE_TIMEOUT_S: Final = 30.0
+"""How long `close` may take to export what is pending (a dead endpoint is not waited for)."""
 
 
 _EXPORTER_LOGGER: Final = "opentelemetry.exporter.otlp"
@@ -53,7 +54,8 @@ class ExportReport:
     accepted: int = 0
     """Spans in export calls the endpoint answered with success."""
     rejected: int = 0
-    """Spans in export calls that failed (refused, unreachable, an error status, a timeout)."""
+    """Spans in export calls that failed (refused, unreachable, an error status, a timeout), or
+    not attempted (endpoint known to be unreachable, close deadline passed)."""
     reasons: Counter[str] = field(default_factory=Counter)
     """Why exports failed: the exporter's message -> spans it concerned."""
 
@@ -74,7 +76,8 @@ class ExportReport:
             why = "; ".join(f"{reason} ({count})" for reason, count in self.reasons.items())
             dropped = self.not_exported - self.rejected
             if dropped > 0:
-                why = "; ".join(filter(None, [why, f"never sent, export queue full ({dropped})"]))
+                never = f"never sent, export queue full or close deadline passed ({dropped})"
+                why = "; ".join(filter(None, [why, never]))
             out.append(f"not exported: {self.not_exported} evaluation spans: {why or 'unknown'}")
         return out
 
@@ -103,99 +106,6 @@ class _ReasonLog(logging.Handler):
         return last if first == last else f"{last} (first: {first})"
 
 
-class _CountingExporter(SpanExporter):
-    """Wraps the real span exporter and counts what each export call delivered."""
-
-    def __init__(self, inner: SpanExporter, report: ExportReport, reasons: _ReasonLog) -> None:
-        self._inner = inner
-        self._report = report
-        self._reasons = reasons
-        self._lock = threading.Lock()
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Export through the real exporter; count the spans as accepted or rejected."""
-        self._reasons.messages.clear()
-        try:
-            result = self._inner.export(spans)
-            reason = None
-        except Exception as error:  # an exporter bug must not lose the count
-            result = SpanExportResult.FAILURE
-            reason = f"{type(error).__name__}: {error}"
-        with self._lock:
-            if result is SpanExportResult.SUCCESS:
-                self._report.accepted += len(spans)
-            else:
-                self._report.rejected += len(spans)
-                why = reason or self._reasons.reason() or "the exporter reported a failure"
-                self._report.reasons[why] += len(spans)
-        return result
-
-    def shutdown(self) -> None:
-        """Shut the real exporter down."""
-        self._inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Flush the real exporter."""
-        return self._inner.force_flush(timeout_millis)
-
-
-def _exporters(endpoint: str | None) -> tuple[Any, Any]:
-    """OTLP span and metric exporters for `endpoint` (None: the standard variables decide)."""
-    grpc = otlp_protocol("traces") == "grpc"
-    if grpc:
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-        if endpoint is None:
-            return OTLPSpanExporter(), OTLPMetricExporter()
-        insecure = endpoint.startswith("http://") or "://" not in endpoint
-        return (
-            OTLPSpanExporter(endpoint=endpoint, insecure=insecure),
-            OTLPMetricExporter(endpoint=endpoint, insecure=insecure),
-        )
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-        OTLPMetricExporter as HttpMetricExporter,
-    )
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-        OTLPSpanExporter as HttpSpanExporter,
-    )
-
-    if endpoint is None:
-        return HttpSpanExporter(), HttpMetricExporter()
-    base = endpoint.rstrip("/")
-    for suffix in ("/v1/traces", "/v1/metrics"):
-        base = base.removesuffix(suffix)
-    if "://" not in base:
-        base = f"http://{base}"
-    return (
-        HttpSpanExporter(endpoint=f"{base}/v1/traces"),
-        HttpMetricExporter(endpoint=f"{base}/v1/metrics"),
-    )
-
-
-def _log_exporter(endpoint: str | None) -> Any:
-    """The OTLP log exporter for `endpoint` (None: the standard variables decide)."""
-    if otlp_protocol("logs") == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-
-        if endpoint is None:
-            return OTLPLogExporter()
-        insecure = endpoint.startswith("http://") or "://" not in endpoint
-        return OTLPLogExporter(endpoint=endpoint, insecure=insecure)
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import (
-        OTLPLogExporter as HttpLogExporter,
-    )
-
-    if endpoint is None:
-        return HttpLogExporter()
-    base = endpoint.rstrip("/").removesuffix("/v1/logs")
-    for suffix in ("/v1/traces", "/v1/metrics"):
-        base = base.removesuffix(suffix)
-    if "://" not in base:
-        base = f"http://{base}"
-    return HttpLogExporter(endpoint=f"{base}/v1/logs")
-
-
 class OtlpExport:
     """Sends re-scored turns as carrier spans and metric points; `close` flushes everything."""
 
@@ -210,32 +120,27 @@ class OtlpExport:
         events: str | None = None,
         evaluators: Iterable[object] = (),
     ) -> None:
-        if span_exporter is None or metric_exporter is None:
-            default_spans, default_metrics = _exporters(endpoint or None)
-            span_exporter = span_exporter or default_spans
-            metric_exporter = metric_exporter or default_metrics
         name = service_name or os.environ.get("OTEL_SERVICE_NAME") or _DEFAULT_SERVICE
-        resource = Resource.create({semconv.SERVICE_NAME: name})
-        self.report = ExportReport(endpoint=_describe(endpoint, span_exporter))
-        """What the endpoint accepted (complete after `close`)."""
+        events = resolve_events(events)
         self._log = _ReasonLog()
         self._logger = logging.getLogger(_EXPORTER_LOGGER)
         self._propagate = self._logger.propagate
         self._logger.addHandler(self._log)
         self._logger.propagate = False
-        counting = _CountingExporter(span_exporter, self.report, self._log)
-        self.tracer_provider = TracerProvider(resource=resource)
-        self.tracer_provider.add_span_processor(BatchSpanProcessor(counting))
-        self._reader = PeriodicExportingMetricReader(metric_exporter)
-        self.meter_provider = MeterProvider(
-            resource=resource, metric_readers=[self._reader], views=metric_views()
+        self._providers = build_otlp_providers(
+            OtlpTarget(endpoint=endpoint or None),
+            Resource.create({semconv.SERVICE_NAME: name}),
+            logs=events != semconv.EVENTS_SPAN,
+            exporters={"traces": span_exporter, "metrics": metric_exporter, "logs": log_exporter},
         )
-        self.logger_provider: LoggerProvider | None = None
-        events = resolve_events(events)
-        if events != semconv.EVENTS_SPAN:
-            self.logger_provider = LoggerProvider(resource=resource)
-            exporter = log_exporter or _log_exporter(endpoint or None)
-            self.logger_provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+        spans = next(guard for guard in self._providers.guards if guard.kind == "spans")
+        self.report = ExportReport(endpoint=endpoint or spans.endpoint or _FROM_ENVIRONMENT)
+        """What the endpoint accepted (complete after `close`)."""
+        self._lock = threading.Lock()
+        spans.observer = self._observe
+        self.tracer_provider = self._providers.tracer_provider
+        self.meter_provider = self._providers.meter_provider
+        self.logger_provider = self._providers.logger_provider
         self.emitter = Emitter(
             tracer_provider=self.tracer_provider,
             meter_provider=self.meter_provider,
@@ -247,6 +152,17 @@ class OtlpExport:
         """Carrier spans emitted."""
         self.log_records = 0
         """`gen_ai.evaluation.result` log records emitted."""
+
+    def _observe(self, outcome: str, count: int, why: str | None) -> None:
+        """Count one span export's outcome in the report (with why it failed)."""
+        reason = None if outcome == "exported" else why or self._log.reason()
+        self._log.messages.clear()
+        with self._lock:
+            if reason is None:
+                self.report.accepted += count
+            else:
+                self.report.rejected += count
+                self.report.reasons[reason] += count
 
     def send(self, result: TurnResult) -> None:
         """Emit one turn's carrier span and metric points (turns without ids get metrics only)."""
@@ -264,22 +180,11 @@ class OtlpExport:
         for score in scores:
             self.emitter.record(score, result.durations.get(score.name))
 
-    def close(self) -> None:
-        """Flush and shut down the providers (exports whatever is pending)."""
+    def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+        """Flush and shut down the providers within `timeout_s` (exports whatever is pending;
+        what the deadline or a dead endpoint cut is counted in the report)."""
         try:
-            self.tracer_provider.shutdown()
-            if self.logger_provider is not None:
-                self.logger_provider.shutdown()
+            self._providers.shutdown(timeout_s)
         finally:
-            try:
-                self.meter_provider.shutdown()
-            finally:
-                self._logger.removeHandler(self._log)
-                self._logger.propagate = self._propagate
-
-
-def _describe(endpoint: str | None, exporter: Any) -> str:
-    """Where spans go, for messages: the endpoint given, else the exporter's own."""
-    if endpoint:
-        return endpoint
-    return str(getattr(exporter, "_endpoint", None) or "the OTEL_EXPORTER_OTLP_* endpoint")
+            self._logger.removeHandler(self._log)
+            self._logger.propagate = self._propagate
