@@ -1,7 +1,9 @@
 """Reading other instrumentors' traces: read + assemble rate vs OpenInference, same app, same run.
 
 Inputs are the recorded traces of the same LCEL RAG app (tests/data/traces: OpenInference's,
-OpenLLMetry's and MLflow's LangChain instrumentation, two questions each), each trace replicated
+OpenLLMetry's and MLflow's LangChain instrumentation, two questions each), of a LangGraph agent
+answering the same questions over the same corpus (OpenInference, OpenLLMetry), and of a
+GenAI-conventions-only service (`SOURCES`), each trace replicated
 with fresh trace ids to `TRACES` traces per dialect under `tests/benchmarks/_work/` (deleted at
 the end). Two measures, each the median of `ROUNDS` rounds (min and max shown) after one warm-up
 round, the dialects taking turns within each round (rotated, so none always runs first):
@@ -41,15 +43,34 @@ SOURCES: Final = {
     "openinference": "openinference_langchain.jsonl",
     "openllmetry": "openllmetry_langchain.jsonl",
     "mlflow": "mlflow_langchain.jsonl",
+    "openinference, LangGraph agent": "openinference_langgraph_agent.jsonl",
+    "openllmetry, LangGraph agent": "openllmetry_langgraph_agent.jsonl",
+    "GenAI conventions only (service)": "genai_service.jsonl",
 }
+"""The LCEL chain under three instrumentors; a LangGraph ReAct agent with a retriever tool over
+the same corpus (same questions, same answers: the same turns) under two; and a service that
+follows only the GenAI conventions (server, retrieval with `{id, score}`, chat with messages)."""
 TRACES = int(os.environ.get("BENCH_DIALECTS_TRACES", str(scaled(1000, 20))))
 ROUNDS = int(os.environ.get("BENCH_DIALECTS_ROUNDS", str(scaled(11, 1))))
 _TRACE_ID = re.compile(r'("traceId":\s*")([0-9a-f]{32})(")')
 
 
+def _turn_traces(source: Path) -> set[str]:
+    """Trace ids of the source's traces that give a turn (OpenLLMetry writes a trace of its own
+    at each `create_react_agent` call: no turn, left out of the replicas)."""
+    spans = [s for batch in read_file(source, Problems(strict=True)) for s in batch.spans]
+    return {turn.trace_id or "" for turn in turns_from_spans(spans)}
+
+
 def _replicate(source: Path, target: Path, traces: int) -> Path:
-    """`traces` traces: the source's lines (one trace each) again and again, fresh trace ids."""
-    lines = [line for line in source.read_text(encoding="utf-8").splitlines() if line]
+    """`traces` traces: the source's lines (one trace each, those that give a turn) again and
+    again, with fresh trace ids."""
+    keep = _turn_traces(source)
+    lines = [
+        line
+        for line in source.read_text(encoding="utf-8").splitlines()
+        if line and (match := _TRACE_ID.search(line)) is not None and match.group(2) in keep
+    ]
     rng = random.Random(7)
     with target.open("w", encoding="utf-8") as file:
         for index in range(traces):
@@ -181,6 +202,11 @@ def _markdown(result: dict[str, Any]) -> str:
             f"({asm['min']:,.0f}-{asm['max']:,.0f}) | {ratio['assemble_only']:.2f} |"
         )
     lines += [
+        "",
+        "Agents against chains: the LangGraph agent's traces hold the same turns as the chain's "
+        "(same corpus, questions and answers) in more spans (graph nodes, tool calls, two model "
+        "calls), so the ratio of an agent row to its instrumentor's chain row is the cost per turn "
+        "of the agent's shape (target: at most 1.5x).",
         "",
         "OpenLLMetry writes every component's input and output twice (`traceloop.entity.*` and "
         "`gen_ai.task.*`), so its traces are about twice the bytes of the others and reading "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from groundwire import semconv
@@ -236,13 +236,14 @@ class SpanReader:
         A plain step is read only when its raw output mentions a document (`page_content`), so
         the cost stays off the spans of ordinary chains.
         """
+        attributes = record.attributes
+        if kind == KIND_OTHER and not _mentions_documents(attributes, live):
+            return None, None
         sources: list[tuple[str, Any, Any]] = []
         if live is not None and live.output is not None:
-            sources.append(
-                (LIVE_ORIGIN, live.output, record.attributes.get(semconv.OUTPUT_MIME_TYPE))
-            )
+            sources.append((LIVE_ORIGIN, live.output, attributes.get(semconv.OUTPUT_MIME_TYPE)))
         for dialect in DIALECTS:
-            sources.extend(_named(dialect.name, dialect.outputs(record.attributes)))
+            sources.extend(_named(dialect.name, dialect.outputs(attributes)))
         for where, raw, mime in sources:
             if raw is None:
                 continue
@@ -288,6 +289,14 @@ class SpanReader:
     def provider(self, record: SpanRecord) -> str | None:
         """The model provider an LLM span recorded, if any."""
         return _first_string(record, _PROVIDER_KEYS)
+
+
+def _mentions_documents(attributes: Mapping[str, Any], live: LiveContent | None) -> bool:
+    """True when some text value of the span (or its live output) names a document field: a
+    cheap test that keeps the output walk off the spans of ordinary steps."""
+    if live is not None and isinstance(live.output, str) and DOCUMENT_MARKER in live.output:
+        return True
+    return any(isinstance(value, str) and DOCUMENT_MARKER in value for value in attributes.values())
 
 
 def _named(dialect: str, sources: list[Source]) -> Iterator[tuple[str, Any, Any]]:
