@@ -179,3 +179,26 @@ def run_rag_graph(
     """One question through the tutorial graph; truth from the final state."""
     state = rag_graph(answer, use_retriever).invoke({"question": question})
     return Truth(question, [d.page_content for d in state["context"]], state["answer"])
+
+
+def run_conversation(questions: Sequence[str], answers: Sequence[str]) -> list[Truth]:
+    """A ReAct agent with a LangGraph checkpointer: one thread, one invocation per question (the
+    history is the checkpointer's); each message searches the store for its question."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.prebuilt import create_react_agent
+
+    responses: list[BaseMessage] = []
+    for i, (question, answer) in enumerate(zip(questions, answers, strict=True)):
+        call = _call(retriever_tool().name, question, f"call_{i}")
+        responses += [AIMessage(content="", tool_calls=[call]), AIMessage(answer)]
+    agent = create_react_agent(
+        ToolCallingFake(responses=responses), [retriever_tool()], checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "conversation-1"}}
+    truths = []
+    for question in questions:
+        result = agent.invoke({"messages": [{"role": "user", "content": question}]}, config)
+        messages = result["messages"]
+        last_user = max(i for i, m in enumerate(messages) if m.type == "human")
+        truths.append(_agent_truth(question, {"messages": messages[last_user:]}))
+    return truths

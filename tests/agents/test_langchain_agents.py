@@ -96,3 +96,19 @@ def test_conversation_turns_in_one_trace_stay_apart() -> None:
     spans, (truths,) = run_recorded(langchain_instrumentor("openinference"), conversation)
     turns = turns_from_spans(spans)
     assert [essence(t) for t in turns] == [expected(t) for t in truths]
+
+
+@pytest.mark.parametrize("instrumentor", INSTRUMENTORS)
+def test_conversation_with_a_checkpointer_gives_each_message_its_own_turn(
+    instrumentor: str,
+) -> None:
+    """Two messages on one LangGraph thread (history in a checkpointer): two turns, each with
+    its own question, only its own tool results, and its own answer."""
+    from groundwire.assembly import turns_from_spans
+
+    questions = ("What is the capital of France?", "What is the capital of Spain?")
+    answers = ("Paris.", "Madrid.")
+    spans, (truths,) = run_recorded(
+        langchain_instrumentor(instrumentor), lambda: apps.run_conversation(questions, answers)
+    )
+    assert [essence(t) for t in turns_from_spans(spans)] == [expected(t) for t in truths]
