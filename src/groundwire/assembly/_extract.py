@@ -184,9 +184,11 @@ def _from_sequence(
     """The last message of the wanted role (else the last message); a one-item list's item."""
     messages = [item for item in value if isinstance(item, Mapping) and _role(item) is not None]
     if messages:
-        # Tool results and tool-calling steps are never the question or the answer.
+        # Tool results and tool-calling steps are never the question or the answer, and the
+        # user's own message is never the answer.
+        excluded = _TOOL_ROLES | (_USER_ROLES if roles is _ASSISTANT_ROLES else frozenset())
         messages = [
-            item for item in messages if _role(item) not in _TOOL_ROLES and not has_tool_calls(item)
+            item for item in messages if _role(item) not in excluded and not has_tool_calls(item)
         ]
         preferred = [item for item in messages if _role(item) in roles]
         for message in reversed(preferred or messages):
