@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -47,9 +48,18 @@ INSTRUMENTORS = ("openinference", "openllmetry", "groundwire")
 
 
 def run_recorded(instrumentor: Any, app: Callable[[], Any]) -> tuple[list[ReadableSpan], list[Any]]:
-    """Run `app` under `instrumentor`; its finished spans and what it returned (in a list)."""
+    """Run `app` under `instrumentor`; its finished spans and what it returned (in a list).
+
+    The app runs in a copy of the current context: OpenLLMetry 0.62.4 leaves spans it never
+    ended (streamed LlamaIndex runs) or ended late (LangGraph) attached as the current span,
+    and every later trace in the process would become their child.
+    """
     results: list[Any] = []
-    spans = record([instrumentor], lambda: results.append(app()))
+
+    def run() -> None:
+        results.append(contextvars.copy_context().run(app))
+
+    spans = record([instrumentor], run)
     return spans, results
 
 
