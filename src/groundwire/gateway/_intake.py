@@ -1,8 +1,12 @@
 """What both receivers do with a request body: decode, hand to the forwarder first, then scoring.
 
-Forwarding comes first and always: the request is in the forward buffer before scoring sees it,
-and a full scoring queue never refuses a request. Only a malformed body (400 / INVALID_ARGUMENT)
-or a full forward buffer (503 / UNAVAILABLE, with a Retry-After) is refused.
+The body is decoded here once, to refuse what is malformed and to count its items (the one count
+of spans, points or records every later step uses). The forwarder and the scoring process then
+get the body as it arrived, never re-encoded (the forwarder keeps the decoded message of a JSON
+body too, for a gRPC downstream). Forwarding comes first and always: the request is in the
+forward buffer before scoring sees it, and a full scoring queue never refuses a request. Only a
+malformed body (400 / INVALID_ARGUMENT) or a full forward buffer (503 / UNAVAILABLE, with a
+Retry-After) is refused.
 """
 
 from __future__ import annotations
@@ -66,6 +70,5 @@ class Intake:
                 "buffer_full", "the gateway's forward buffer is full", self.forwarder.retry_after_s
             )
         if self.scorer is not None and signal.name == "traces" and items:
-            protobuf = body if content_type == CONTENT_PROTOBUF else message.SerializeToString()
-            self.scorer.feed(protobuf, items)
+            self.scorer.feed(body, content_type, items)
         return None
