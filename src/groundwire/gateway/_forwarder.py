@@ -56,9 +56,11 @@ class Batch:
     items: int
     """Spans, data points or log records in it."""
     message: Any = None
-    """The decoded message (needed to send a JSON body over gRPC)."""
+    """The decoded message of a JSON body, until `protobuf` has encoded it."""
     received: float = field(default_factory=time.monotonic)
     attempts: int = 0
+    encoded: bytes | None = None
+    """A JSON body's protobuf encoding, made once by the first `protobuf` call."""
 
     @property
     def size(self) -> int:
@@ -66,10 +68,15 @@ class Batch:
         return len(self.body)
 
     def protobuf(self) -> bytes:
-        """The body as binary protobuf."""
+        """The request as binary protobuf: the body when it came so; for a JSON body its one
+        encoding (made on first use, for a gRPC downstream or the scoring process, and kept:
+        a retry or a second reader does not encode it again)."""
         if self.content_type == CONTENT_PROTOBUF:
             return self.body
-        return bytes(self.message.SerializeToString())
+        if self.encoded is None:
+            self.encoded = bytes(self.message.SerializeToString())
+            self.message = None
+        return self.encoded
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,14 @@
 
 The body is decoded here once, to refuse what is malformed and to count its items (the one count
 of spans, points or records every later step uses). The forwarder and the scoring process then
-get the body as it arrived, never re-encoded (the forwarder keeps the decoded message of a JSON
-body too, for a gRPC downstream). Forwarding comes first and always: the request is in the
-forward buffer before scoring sees it, and a full scoring queue never refuses a request. Only a
-malformed body (400 / INVALID_ARGUMENT) or a full forward buffer (503 / UNAVAILABLE, with a
-Retry-After) is refused.
+get one request: the bytes that arrived, which a binary-protobuf request (the SDKs' and the
+Collector's default) is read from everywhere. An OTLP/JSON request is encoded to protobuf at most
+once (`Batch.protobuf`), the form the scoring process and a gRPC downstream read: decoding its JSON
+a second time in the scoring process would cost about 300 times that encoding (3 ms against 10 us
+for a 60-span request). Forwarding comes first and always: the request is in the forward buffer
+before scoring sees it, and a full scoring queue never refuses a request. Only a malformed body
+(400 / INVALID_ARGUMENT) or a full forward buffer (503 / UNAVAILABLE, with a Retry-After) is
+refused.
 """
 
 from __future__ import annotations
@@ -70,5 +73,5 @@ class Intake:
                 "buffer_full", "the gateway's forward buffer is full", self.forwarder.retry_after_s
             )
         if self.scorer is not None and signal.name == "traces" and items:
-            self.scorer.feed(body, content_type, items)
+            self.scorer.feed(batch.protobuf(), items)
         return None

@@ -1,14 +1,15 @@
 """The scoring side, in the scoring process: request bytes in, turns to the runner, results out.
 
-`Scorer.add` takes one traces request as it arrived at the gateway (its bytes, content type and
-the span count the receiver took), decodes it once with the receiver's own `decode` and reads its
-spans with the offline reader's `spans_from_message` (the same `SpanRecord`s every other source
-gives the assembler). The spans are held in the shared trace window
-(`groundwire.trace_window.TraceWindow`, on the monotonic clock); `tick` hands the due traces,
-and `add` those forced out at a bound, to `turns_from_spans` and submits each turn to the same
-`BackgroundRunner` that in-process scoring uses, whose `Emitter` writes the carrier spans, result
-events and metrics through providers that export to the gateway's downstream. Everything here
-runs on the scoring process's one loop (`_worker.scoring_main`); the runner's own threads score.
+`Scorer.add` takes one traces request as protobuf bytes (those that arrived at the gateway, or
+the one encoding of an OTLP/JSON request) with the span count the receiver took, decodes it with
+the receiver's own `decode` and reads its spans with the offline reader's `spans_from_message`
+(the same `SpanRecord`s every other source gives the assembler). The spans are held in the shared
+trace window (`groundwire.trace_window.TraceWindow`, on the monotonic clock); `tick` hands the due
+traces, and `add` those forced out at a bound, to `turns_from_spans` and submits each turn to the
+same `BackgroundRunner` that in-process scoring uses, whose `Emitter` writes the carrier spans,
+result events and metrics through providers that export to the gateway's downstream. Everything
+here runs on the scoring process's one loop (`_worker.scoring_main`); the runner's own threads
+score.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 
 from groundwire.assembly import turns_from_spans
 from groundwire.gateway._metrics import GatewayMetrics
-from groundwire.gateway._signals import SIGNALS, MalformedRequestError, decode
+from groundwire.gateway._signals import CONTENT_PROTOBUF, SIGNALS, MalformedRequestError, decode
 from groundwire.offline.readers import spans_from_message
 from groundwire.runner import BackgroundRunner, RunnerStats
 from groundwire.trace_window import ReleasedTrace, TraceWindow
@@ -54,11 +55,11 @@ class Scorer:
         """The runner's turn counts."""
         return self.runner.stats()
 
-    def add(self, body: bytes, content_type: str, spans: int, received: float) -> None:
-        """Group the spans of one traces request (`spans` of them, received at monotonic
-        `received`); a request that cannot be read counts its spans as `not_scored`."""
+    def add(self, body: bytes, spans: int, received: float) -> None:
+        """Group the spans of one protobuf traces request (`spans` of them, received at
+        monotonic `received`); a request that cannot be read counts its spans as `not_scored`."""
         try:
-            records = spans_from_message(decode(SIGNALS["traces"], body, content_type))
+            records = spans_from_message(decode(SIGNALS["traces"], body, CONTENT_PROTOBUF))
         except (MalformedRequestError, ValueError, TypeError) as error:
             self._metrics.not_scored(spans, "unreadable")
             logger.warning("a traces request cannot be scored (it was forwarded): %s", error)

@@ -1,7 +1,8 @@
 """Scoring in its own process, so that evaluation CPU never competes with forwarding.
 
-The receiving process only puts each traces request, as it arrived (its bytes, content type and
-span count), on a bounded inter-process queue (`ScoringProcess.feed`: never blocks; a full queue
+The receiving process only puts each traces request (its protobuf bytes: those that arrived, or
+the one encoding of an OTLP/JSON request; and the receiver's span count) on a bounded
+inter-process queue (`ScoringProcess.feed`: never blocks; a full queue
 counts the spans as `not_scored`). The child (`scoring_main`, lowered priority) runs one loop: it
 takes a request, has the `Scorer` decode it and group its spans by trace, submits the turns of
 due traces straight to the background runner (no queue or thread between), and the runner's
@@ -229,14 +230,14 @@ class ScoringProcess:
         """True while the child runs."""
         return self._process.is_alive()
 
-    def feed(self, body: bytes, content_type: str, spans: int) -> bool:
-        """Queue a traces request, as it arrived, for scoring (`spans`: the receiver's count);
-        never blocks (False: counted as not scored, dropped)."""
+    def feed(self, body: bytes, spans: int) -> bool:
+        """Queue a protobuf traces request for scoring (`spans`: the receiver's count); never
+        blocks (False: counted as not scored, dropped)."""
         if self._closing or self._dead:
             self._metrics.not_scored(spans, "shutdown" if self._closing else "scoring_stopped")
             return False
         try:
-            self._inbox.put_nowait((body, content_type, spans, time.monotonic()))
+            self._inbox.put_nowait((body, spans, time.monotonic()))
         except queue.Full:
             self._metrics.not_scored(spans, "scoring_queue_full")
             return False
