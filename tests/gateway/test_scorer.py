@@ -17,10 +17,10 @@ from tests.gateway._traces import genai_rag_trace, openinference_rag_trace, requ
 import groundwire
 from groundwire import semconv
 from groundwire.emit import Emitter
-from groundwire.gateway._forwarder import Batch
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._scoring import Scorer
 from groundwire.gateway._signals import CONTENT_JSON, CONTENT_PROTOBUF, SIGNALS, decode
+from groundwire.gateway._transport import Batch
 from groundwire.runner import BackgroundRunner, RunnerConfig
 from groundwire.trace_window import TraceWindow
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from groundwire.gateway._forwarder import Batch, Forwarder
+from groundwire.gateway._forwarder import Forwarder
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._signals import CONTENT_PROTOBUF, MalformedRequestError, Signal, decode
+from groundwire.gateway._transport import Batch
 from groundwire.gateway._worker import ScoringProcess
 
 __all__ = ["Intake", "Refusal"]
