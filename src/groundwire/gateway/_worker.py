@@ -2,8 +2,8 @@
 
 The receiving process only puts each traces request (its protobuf bytes: those that arrived, or
 the one encoding of an OTLP/JSON request; and the receiver's span count) on a bounded
-inter-process queue (`ScoringProcess.feed`: never blocks; a full queue
-counts the spans as `not_scored`). The child (`scoring_main`, lowered priority) runs one loop: it
+inter-process queue (`ScoringProcess.feed`: never blocks; a full queue counts the spans as
+`not_scored`). The child (`scoring_main`, lowered priority) runs one loop: it
 takes a request, has the `Scorer` decode it and group its spans by trace, submits the turns of
 due traces straight to the background runner (no queue or thread between), and the runner's
 emitter exports the carrier spans, result events and evaluation metrics to the downstream with
