@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from groundwire.assembly import SpanRecord
 
@@ -49,8 +50,7 @@ class _Held:
     rooted: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class ReleasedTrace:
+class ReleasedTrace(NamedTuple):
     """A trace let out of the window: its spans in the order they first arrived."""
 
     trace_id: str
@@ -123,25 +123,28 @@ class TraceWindow:
     def hold(self, spans: Iterable[SpanRecord], now: float, received: float | None = None) -> None:
         """Hold `spans` seen at `now` (a trace's quiet period restarts here); `received` is when
         they arrived, if earlier (kept as the trace's `first_seen`; default `now`)."""
+        all_held, rooted, released = self._held, self._rooted, self._released
+        first = now if received is None else received
         for span in spans:
             trace_id = span.trace_id
-            held = self._held.get(trace_id)
+            held = all_held.get(trace_id)
             if held is None:
-                if trace_id in self._released:
+                if trace_id in released:
                     self.late_spans += 1
                     continue
-                held = self._held[trace_id] = _Held(now, now, now if received is None else received)
-            if span.span_id in held.spans:
+                held = all_held[trace_id] = _Held(now, now, first)
+            span_id = span.span_id
+            if span_id in held.spans:
                 self.duplicate_spans += 1
             else:
                 self._spans += 1
-            held.spans[span.span_id] = span
+            held.spans[span_id] = span
             held.last_seen = now
             if held.rooted:
-                self._rooted.move_to_end(trace_id)
+                rooted.move_to_end(trace_id)
             elif span.is_local_root:
                 held.rooted = True
-                self._rooted[trace_id] = None
+                rooted[trace_id] = None
         self.peak_spans = max(self.peak_spans, self._spans)
 
     def add(
