@@ -19,11 +19,12 @@ from typing import Any
 
 from groundwire import semconv
 from groundwire.gateway._config import GatewayConfig, parse_hostport
-from groundwire.gateway._forwarder import Forwarder, GrpcTransport, HttpTransport, Transport
+from groundwire.gateway._forwarder import Forwarder
 from groundwire.gateway._http import build_app
 from groundwire.gateway._intake import Intake
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._telemetry import Providers, build_providers, grpc_target
+from groundwire.gateway._transport import GrpcTransport, HttpTransport, Transport
 from groundwire.gateway._worker import ScoringProcess, check_evaluators
 
 __all__ = ["Gateway", "ShutdownReport"]

@@ -1,12 +1,15 @@
 """Scoring in its own process, so that evaluation CPU never competes with forwarding.
 
-The receiving process only puts the bytes of each traces request on a bounded inter-process queue
-(`ScoringProcess.feed`: never blocks; a full queue counts the spans as `not_scored`). The child
-(`scoring_main`, lowered priority) decodes them, groups spans by trace, submits the turns to the
-background runner and exports the carrier spans, result events and evaluation metrics to the
-downstream with its own providers. Every half second it sends its counts back, which `/healthz`
-and the gateway's gauges show. On shutdown it scores what it holds within the deadline and sends
-its final counts.
+The receiving process only puts each traces request (its protobuf bytes: those that arrived, or
+the one encoding of an OTLP/JSON request; and the receiver's span count) on a bounded
+inter-process queue (`ScoringProcess.feed`: never blocks; a full queue counts the spans as
+`not_scored`). The child (`scoring_main`, lowered priority) runs one loop: it
+takes a request, has the `Scorer` decode it and group its spans by trace, submits the turns of
+due traces straight to the background runner (no queue or thread between), and the runner's
+emitter exports the carrier spans, result events and evaluation metrics to the downstream with
+the child's own providers. Every half second it sends its counts back, which `/healthz` and the
+gateway's gauges show. On shutdown it scores what it holds within the deadline and sends its
+final counts.
 """
 
 from __future__ import annotations
@@ -28,17 +31,21 @@ __all__ = ["ScoringProcess", "scoring_main"]
 logger = logging.getLogger("groundwire.gateway")
 
 _STATS_EVERY_S: Final = 0.5
+_TICK_S: Final = 0.1
+"""How often, at most, due traces are looked for while no request arrives."""
+_REMEMBER: Final = 100_000
+"""Scored trace ids remembered to recognise their late spans."""
 _NICE: Final = 10
 _STOP: Final = "stop"
 
 
 def _build_scorer(config: GatewayConfig, metrics: GatewayMetrics, providers: Any) -> Any:
-    """The runner, emitter and grouper behind scoring (in the child)."""
+    """The runner, emitter and trace window behind scoring (in the child)."""
     from groundwire._registry import resolve_evaluators
-    from groundwire.gateway._grouping import TraceGrouper
     from groundwire.gateway._scoring import Scorer
     from groundwire.gateway._services import ServiceEmitter
     from groundwire.runner import BackgroundRunner, RunnerConfig
+    from groundwire.trace_window import TraceWindow
 
     names = list(config.evaluators)
     spec: Any = {name: dict(config.evaluator_options.get(name, {})) for name in names}
@@ -52,13 +59,14 @@ def _build_scorer(config: GatewayConfig, metrics: GatewayMetrics, providers: Any
         evaluator_timeout_s=config.evaluator_timeout_s,
     )
     emitter = ServiceEmitter(providers)  # each app's results under its own service.name
-    grouper = TraceGrouper(
-        quiet_period_s=config.quiet_period_s,
-        max_wait_s=config.max_wait_s,
+    window = TraceWindow(
+        quiet=config.quiet_period_s,
+        max_wait=config.max_wait_s,
         max_traces=config.max_open_traces,
         max_spans=config.max_open_spans,
+        remember=_REMEMBER,
     )
-    return Scorer(BackgroundRunner(runner_config, emitter), grouper, metrics)
+    return Scorer(BackgroundRunner(runner_config, emitter), window, metrics)
 
 
 def check_evaluators(config: GatewayConfig) -> None:
@@ -80,7 +88,6 @@ def _stats(
         "final": final,
         "drained": drained,
         "open_traces": scorer.open_traces,
-        "pending_requests": scorer.pending_requests,
         "counts": metrics.snapshot(),
         "lags": metrics.take_lags(),
         "turns": {
@@ -94,11 +101,38 @@ def _stats(
     }
 
 
+def _serve(scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any) -> float | None:
+    """The child's loop: score fed requests, submit due traces, report counts every half
+    second; returns the shutdown deadline the parent sent, None when the parent is gone."""
+    last = 0.0
+    while True:
+        try:
+            item = inbox.get(timeout=_TICK_S)
+        except queue.Empty:
+            item = None
+        if isinstance(item, tuple) and item[0] == _STOP:
+            return float(item[1])
+        now = time.monotonic()
+        try:
+            if item is not None:
+                scorer.add(*item)
+            scorer.tick(now)
+        except Exception:
+            logger.exception("scoring step failed; the telemetry was still forwarded")
+        if now - last >= _STATS_EVERY_S:
+            last = now
+            parent = multiprocessing.parent_process()
+            if parent is not None and not parent.is_alive():
+                # the gateway was killed (SIGKILL, OOM) without stopping us: nobody will send
+                # the stop, and the queue never ends (this process holds its write end too)
+                logger.warning("the gateway process is gone; the scoring process stops")
+                return None
+            outbox.put(_stats(scorer, metrics))
+
+
 def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int) -> None:
     """The child process: decode, group, score, export, report counts; stop on `_STOP`."""
     import signal
-
-    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
     from groundwire.gateway._telemetry import build_providers
 
@@ -110,38 +144,10 @@ def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int)
     providers = build_providers(config, prometheus=False)
     metrics = GatewayMetrics(None)  # tallies only: the parent records them (one /metrics)
     scorer = _build_scorer(config, metrics, providers)
-    parent = multiprocessing.parent_process()
-    orphaned = False
-    last = 0.0
-    deadline_s = config.shutdown_timeout_s
-    while True:
-        try:
-            item = inbox.get(timeout=_STATS_EVERY_S)
-        except queue.Empty:
-            item = None
-        if isinstance(item, tuple) and item[0] == _STOP:
-            deadline_s = float(item[1])
-            break
-        if item is not None:
-            body, received = item
-            message = trace_service_pb2.ExportTraceServiceRequest()
-            try:
-                message.ParseFromString(body)
-            except Exception:
-                logger.warning("a traces request could not be decoded for scoring")
-                continue
-            scorer.feed(message, sum(len(s.spans) for r in message.resource_spans
-                                     for s in r.scope_spans), received)  # fmt: skip
-        now = time.monotonic()
-        if now - last >= _STATS_EVERY_S:
-            last = now
-            if parent is not None and not parent.is_alive():
-                # the gateway was killed (SIGKILL, OOM) without stopping us: nobody will send
-                # the stop, and the queue never ends (this process holds its write end too)
-                logger.warning("the gateway process is gone; the scoring process stops")
-                orphaned = True
-                break
-            outbox.put(_stats(scorer, metrics))
+    deadline_s = _serve(scorer, metrics, inbox, outbox)
+    orphaned = deadline_s is None
+    if deadline_s is None:
+        deadline_s = config.shutdown_timeout_s
     started = time.monotonic()
     _turns, drained = scorer.shutdown(max(0.0, deadline_s - 0.5))
     providers.shutdown(max(0.5, deadline_s - (time.monotonic() - started)))
@@ -213,12 +219,11 @@ class ScoringProcess:
 
     @property
     def queued_requests(self) -> int:
-        """Traces requests waiting for the child (its inbox and its own queue)."""
+        """Traces requests waiting for the child."""
         try:
-            inbox = int(self._inbox.qsize())
+            return int(self._inbox.qsize())
         except NotImplementedError:  # macOS has no sem_getvalue
-            inbox = 0
-        return inbox + int(self.last.get("pending_requests", 0))
+            return 0
 
     @property
     def alive(self) -> bool:
@@ -226,12 +231,13 @@ class ScoringProcess:
         return self._process.is_alive()
 
     def feed(self, body: bytes, spans: int) -> bool:
-        """Queue a protobuf traces request for scoring; never blocks (False: counted, dropped)."""
+        """Queue a protobuf traces request for scoring (`spans`: the receiver's count); never
+        blocks (False: counted as not scored, dropped)."""
         if self._closing or self._dead:
             self._metrics.not_scored(spans, "shutdown" if self._closing else "scoring_stopped")
             return False
         try:
-            self._inbox.put_nowait((body, time.monotonic()))
+            self._inbox.put_nowait((body, spans, time.monotonic()))
         except queue.Full:
             self._metrics.not_scored(spans, "scoring_queue_full")
             return False

@@ -1,4 +1,4 @@
-"""Reassembling traces from a stream of span batches with bounded memory.
+"""Reassembling traces from a stream of span batches with bounded memory, on a record clock.
 
 A trace's spans may be spread over several records (the SDK exports spans in batches as they end,
 and the Collector regroups them), so a trace is complete only when no more of its spans will come.
@@ -8,26 +8,19 @@ further records passed without a span of it. Past `max_spans` held spans or `max
 traces, the oldest traces are released as they stand (counted in `forced`). A span arriving for a
 released trace is counted in `late_spans` and ignored. Released traces go through the same
 assembler as live spans (`groundwire.assembly.turns_from_spans`).
+
+The rules are `groundwire.trace_window.TraceWindow`'s (the gateway's too); this class supplies its
+clock, the number of records read, and hands out span lists.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
 from groundwire.assembly import SpanRecord
+from groundwire.trace_window import TraceWindow as _Window
 
 __all__ = ["TraceWindow"]
-
-
-@dataclass(slots=True)
-class _Pending:
-    """One held trace: its spans by id, whether its root was read, when it was last touched."""
-
-    spans: dict[str, SpanRecord] = field(default_factory=dict)
-    root_seen: bool = False
-    last_record: int = 0
 
 
 class TraceWindow:
@@ -46,75 +39,48 @@ class TraceWindow:
         self.grace = grace
         self.max_spans = max_spans
         self.max_traces = max_traces
-        self._pending: OrderedDict[str, _Pending] = OrderedDict()
-        self._rooted: OrderedDict[str, None] = OrderedDict()
-        self._released: OrderedDict[str, None] = OrderedDict()
-        self._remember = min(max_traces, 10_000)
-        """How many released trace ids are remembered to recognise late spans."""
+        self._window = _Window(
+            quiet=grace,
+            max_spans=max_spans,
+            max_traces=max_traces,
+            remember=min(max_traces, 10_000),  # released trace ids kept to recognise late spans
+        )
         self._record = 0
-        self._held = 0
-        self.traces = 0
-        """Traces released so far."""
-        self.forced = 0
-        """Traces released before they looked complete, to keep memory bounded."""
-        self.late_spans = 0
-        """Spans that arrived after their trace had been released (ignored)."""
-        self.peak_spans = 0
-        """The most spans held at once."""
 
     @property
     def held_spans(self) -> int:
         """Spans held right now."""
-        return self._held
+        return self._window.held_spans
+
+    @property
+    def traces(self) -> int:
+        """Traces released so far."""
+        return self._window.traces
+
+    @property
+    def forced(self) -> int:
+        """Traces released before they looked complete, to keep memory bounded."""
+        return self._window.forced
+
+    @property
+    def late_spans(self) -> int:
+        """Spans that arrived after their trace had been released (ignored)."""
+        return self._window.late_spans
+
+    @property
+    def peak_spans(self) -> int:
+        """The most spans held at once."""
+        return self._window.peak_spans
 
     def add(self, spans: Iterable[SpanRecord]) -> Iterator[list[SpanRecord]]:
-        """Take one record's spans; yield the traces that are now complete."""
+        """Take one record's spans; yield the traces that are now complete, then those released
+        at a bound."""
         self._record += 1
-        for span in spans:
-            trace_id = span.trace_id
-            pending = self._pending.get(trace_id)
-            if pending is None:
-                if trace_id in self._released:
-                    self.late_spans += 1
-                    continue
-                pending = self._pending[trace_id] = _Pending()
-            if span.span_id not in pending.spans:
-                self._held += 1
-            pending.spans[span.span_id] = span
-            pending.last_record = self._record
-            if span.is_local_root and not pending.root_seen:
-                pending.root_seen = True
-                self._rooted[trace_id] = None
-            elif trace_id in self._rooted:
-                self._rooted.move_to_end(trace_id)
-        self.peak_spans = max(self.peak_spans, self._held)
-        yield from self._due()
-        while self._pending and (
-            self._held > self.max_spans or len(self._pending) > self.max_traces
-        ):
-            self.forced += 1
-            yield self._release(next(iter(self._pending)))
-
-    def _due(self) -> Iterator[list[SpanRecord]]:
-        """Rooted traces untouched for `grace` records, least recently touched first."""
-        while self._rooted:
-            trace_id = next(iter(self._rooted))
-            if self._record - self._pending[trace_id].last_record < self.grace:
-                return
-            yield self._release(trace_id)
-
-    def _release(self, trace_id: str) -> list[SpanRecord]:
-        """Stop holding `trace_id`, remember it (for late spans) and return its spans."""
-        pending = self._pending.pop(trace_id)
-        self._rooted.pop(trace_id, None)
-        self._held -= len(pending.spans)
-        self._released[trace_id] = None
-        while len(self._released) > self._remember:
-            self._released.popitem(last=False)
-        self.traces += 1
-        return list(pending.spans.values())
+        self._window.hold(spans, self._record)
+        for trace in self._window.due(self._record) + self._window.evict():
+            yield trace.spans
 
     def flush(self) -> Iterator[list[SpanRecord]]:
         """Release every held trace (at the end of the input), oldest first."""
-        while self._pending:
-            yield self._release(next(iter(self._pending)))
+        for trace in self._window.flush():
+            yield trace.spans
