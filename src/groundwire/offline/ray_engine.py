@@ -31,7 +31,7 @@ import json
 import logging
 import os
 from collections.abc import Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn, Score
@@ -45,11 +45,10 @@ from groundwire.offline._grouping import (
 from groundwire.offline._pipeline import TurnCounts, split_evaluations, trace_turns
 from groundwire.offline._results import TurnResult
 from groundwire.offline._scoring import score_chunk
+from groundwire.offline._stopping import StopFlag
+from groundwire.offline._summary import RescoreSummary
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import BadRecordError, Problems, ReadStats, TraceFormat, read_file
-
-if TYPE_CHECKING:
-    from groundwire.offline.rescore import RescoreSummary, StopFlag
 
 __all__ = ["RayEngineError", "score_with_ray"]
 
