@@ -304,14 +304,7 @@ def score_with_ray(
                     "every turn written before the failure; run again with --resume "
                     "(resume=True) to score the rest"
                 ) from error
-            results: list[TurnResult] = []
-            for kind, payload in zip(batch["kind"], batch["payload"], strict=True):
-                row = json.loads(payload)
-                if kind == "stats":
-                    _add_read_counters(summary, row)
-                else:
-                    _add_turn_counters(summary, row)
-                    results.extend(_result_from_json(data) for data in row["results"])
+            results = _decode(batch, summary)
             if results:
                 yield results
             if stop.is_set():
@@ -326,6 +319,20 @@ def score_with_ray(
         data_logger.setLevel(data_level)
         if started_here:
             ray.shutdown()
+
+
+def _decode(batch: dict[str, Any], summary: RescoreSummary) -> list[TurnResult]:
+    """One batch of Ray's rows: read counters and turn counters go to `summary`, the turns'
+    results are returned."""
+    results: list[TurnResult] = []
+    for kind, payload in zip(batch["kind"], batch["payload"], strict=True):
+        row = json.loads(payload)
+        if kind == "stats":
+            _add_read_counters(summary, row)
+        else:
+            _add_turn_counters(summary, row)
+            results.extend(_result_from_json(data) for data in row["results"])
+    return results
 
 
 def _from_ray(error: BaseException) -> bool:
