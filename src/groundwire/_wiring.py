@@ -24,8 +24,8 @@ from groundwire._online import OnlineEvaluation, ProviderHandle
 from groundwire._settings import Settings, runner_config
 from groundwire.capture import LIVE_CONTENT
 from groundwire.emit import Emitter
+from groundwire.exporters import JsonLinesFile
 from groundwire.exporters._guard import ExportGuard
-from groundwire.exporters._jsonl import JsonLinesFile
 from groundwire.exporters._logs import app_logger_provider, build_logger_provider
 from groundwire.exporters._providers import (
     ExporterChoice,
