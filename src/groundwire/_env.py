@@ -1,5 +1,8 @@
 """Reading `GROUNDWIRE_*` variables: one parser per kind, every bad value an error naming it.
 
+Every variable groundwire reads goes through one of these (`configure()`'s settings, the
+capture switches, the judges), so a kind of value is spelt and rejected the same way everywhere.
+
 A privacy switch that silently reads `ture` as false would leak text, so flags accept only the
 usual spellings and anything else is a ValueError.
 """
@@ -8,7 +11,17 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["FALSE", "TRUE", "env_flag", "env_int", "env_list", "env_str"]
+__all__ = [
+    "FALSE",
+    "TRUE",
+    "env_flag",
+    "env_flag_or_list",
+    "env_float",
+    "env_int",
+    "env_list",
+    "env_rates",
+    "env_str",
+]
 
 TRUE = frozenset({"1", "true", "yes", "on"})
 """Spellings of an enabled flag (case-insensitive)."""
@@ -52,3 +65,44 @@ def env_list(name: str) -> list[str] | None:
     """A comma-separated variable as a list of its non-blank parts; None when unset."""
     raw = env_str(name)
     return None if raw is None else [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def env_float(name: str) -> float | None:
+    """A number variable; None when unset; a ValueError naming it when malformed."""
+    raw = env_str(name)
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+
+def env_rates(name: str) -> dict[str, float] | None:
+    """`name=rate,...` as a mapping; None when unset; a ValueError naming it when malformed."""
+    raw = env_str(name)
+    if raw is None:
+        return None
+    rates: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        key, sep, value = part.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            rates[key.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"{name} must look like 'name=0.5,other=0.1', got {raw!r}") from None
+    return rates
+
+
+def env_flag_or_list(name: str) -> bool | list[str] | None:
+    """`true`, `false` (any spelling `env_flag` takes) or a comma-separated list of names;
+    None when unset."""
+    raw = env_str(name)
+    if raw is None:
+        return None
+    if raw.lower() in TRUE:
+        return True
+    if raw.lower() in FALSE:
+        return False
+    return env_list(name)

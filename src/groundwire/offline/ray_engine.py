@@ -31,7 +31,7 @@ import json
 import logging
 import os
 from collections.abc import Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn, Score
@@ -45,11 +45,10 @@ from groundwire.offline._grouping import (
 from groundwire.offline._pipeline import TurnCounts, split_evaluations, trace_turns
 from groundwire.offline._results import TurnResult
 from groundwire.offline._scoring import score_chunk
+from groundwire.offline._stopping import StopFlag
+from groundwire.offline._summary import RescoreSummary
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import BadRecordError, Problems, ReadStats, TraceFormat, read_file
-
-if TYPE_CHECKING:
-    from groundwire.offline.rescore import RescoreSummary, StopFlag
 
 __all__ = ["RayEngineError", "score_with_ray"]
 
@@ -306,14 +305,7 @@ def score_with_ray(
                     "every turn written before the failure; run again with --resume "
                     "(resume=True) to score the rest"
                 ) from error
-            results: list[TurnResult] = []
-            for kind, payload in zip(batch["kind"], batch["payload"], strict=True):
-                row = json.loads(payload)
-                if kind == "stats":
-                    _add_read_counters(summary, row)
-                else:
-                    _add_turn_counters(summary, row)
-                    results.extend(_result_from_json(data) for data in row["results"])
+            results = _decode(batch, summary)
             if results:
                 yield results
             if stop.is_set():
@@ -328,6 +320,20 @@ def score_with_ray(
         data_logger.setLevel(data_level)
         if started_here:
             ray.shutdown()
+
+
+def _decode(batch: dict[str, Any], summary: RescoreSummary) -> list[TurnResult]:
+    """One batch of Ray's rows: read counters and turn counters go to `summary`, the turns'
+    results are returned."""
+    results: list[TurnResult] = []
+    for kind, payload in zip(batch["kind"], batch["payload"], strict=True):
+        row = json.loads(payload)
+        if kind == "stats":
+            _add_read_counters(summary, row)
+        else:
+            _add_turn_counters(summary, row)
+            results.extend(_result_from_json(data) for data in row["results"])
+    return results
 
 
 def _from_ray(error: BaseException) -> bool:

@@ -25,6 +25,7 @@ from multiprocessing.connection import Connection
 
 from groundwire._evaluator import AnyEvaluator, EvaluationOutcome, Evaluator, run_evaluator
 from groundwire._types import RagTurn
+from groundwire.runner._threads import warm_up_evaluators
 
 __all__ = ["EXECUTORS", "ProcessExecutor"]
 
@@ -41,8 +42,6 @@ _STARTUP_LIMIT_S = 120.0
 
 def _serve(blob: bytes, connection: Connection) -> None:  # pragma: no cover - in the child
     """The worker process: unpickle the evaluators, warm them up, then answer requests."""
-    from groundwire.runner._background import warm_up_evaluators
-
     if hasattr(os, "nice"):
         with contextlib.suppress(OSError):
             os.nice(_NICE)

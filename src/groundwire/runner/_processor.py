@@ -25,9 +25,11 @@ from groundwire._types import RagTurn, Score
 from groundwire.assembly import SpanRecord, TurnAssembler
 from groundwire.capture import LIVE_CONTENT
 from groundwire.emit import Emitter
-from groundwire.runner._background import BackgroundRunner, InlineResult, background_thread_setup
+from groundwire.runner._background import BackgroundRunner
 from groundwire.runner._inline import write_scores
+from groundwire.runner._jobs import InlineResult
 from groundwire.runner._sampling import trace_sampled
+from groundwire.runner._threads import background_thread_setup
 
 __all__ = ["EvaluationSpanProcessor"]
 

@@ -1,0 +1,303 @@
+"""Wiring: from `configure()`'s settings to running parts.
+
+`wire` builds (or adopts) the tracer, meter and logger providers (`build_providers`, one call),
+then the emitter, the background runner and the span processor, hooks them onto the tracer
+provider, instruments the integrations, and returns the `OnlineEvaluation` handle with every
+provider's flush and shutdown (`ProviderHandle`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+
+from groundwire import semconv
+from groundwire._instruments import instrument, plan_instruments
+from groundwire._online import OnlineEvaluation, ProviderHandle
+from groundwire._settings import Settings, runner_config
+from groundwire.capture import LIVE_CONTENT
+from groundwire.emit import Emitter
+from groundwire.exporters import (
+    ExporterChoice,
+    ExportGuard,
+    JsonLinesFile,
+    app_logger_provider,
+    build_logger_provider,
+    build_meter_provider,
+    build_tracer_provider,
+    choose_exporter,
+)
+from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor
+
+__all__ = ["Providers", "build_providers", "wire"]
+
+logger = logging.getLogger("groundwire")
+
+
+@dataclass
+class Providers:
+    """The tracer, meter and logger providers online evaluation uses, and which are ours."""
+
+    tracer_provider: Any
+    owns_tracer: bool
+    meter_provider: Any
+    owns_meter: bool
+    logger_provider: Any
+    owns_logger: bool
+    push_reader: MetricReader | None = None
+    prometheus_server: Any = None
+    guards: list[ExportGuard] = field(default_factory=list)
+    """The breakers and counts of groundwire's own OTLP exporters."""
+
+
+def build_providers(settings: Settings, choice: ExporterChoice) -> Providers:
+    """The app's SDK providers where it has them, else groundwire's own (OTLP or the JSON-lines
+    file, per `choice`), made global; the logger provider is never made global."""
+    attributes = {semconv.SERVICE_NAME: settings.service_name} if settings.service_name else {}
+    resource = Resource.create(attributes)
+    file = JsonLinesFile(choice.path) if choice.path is not None else None
+
+    tracer_provider = settings.tracer_provider or trace.get_tracer_provider()
+    owns_tracer = not isinstance(tracer_provider, SdkTracerProvider)
+    if owns_tracer and not isinstance(tracer_provider, trace.ProxyTracerProvider):
+        raise TypeError(
+            f"groundwire needs an OpenTelemetry SDK TracerProvider to watch spans; the app's "
+            f"is a {type(tracer_provider).__name__}. Pass tracer_provider= an SDK provider."
+        )
+    guards: list[ExportGuard] = []
+    if owns_tracer:
+        tracer_provider = build_tracer_provider(resource, choice, file, guards=guards)
+        trace.set_tracer_provider(tracer_provider)
+
+    readers: tuple[MetricReader, ...] = ()
+    push_reader: MetricReader | None = None
+    prometheus_server = None
+    meter_provider = settings.meter_provider or metrics.get_meter_provider()
+    owns_meter = not isinstance(meter_provider, SdkMeterProvider)
+    if settings.prometheus_port is not None:
+        if owns_meter:
+            readers, prometheus_server = _prometheus(
+                settings.prometheus_port, settings.prometheus_host
+            )
+        else:
+            logger.warning(
+                "prometheus_port ignored: the app's meter provider was built before "
+                "groundwire.configure(); add a PrometheusMetricReader to it instead"
+            )
+    if owns_meter:
+        meter_provider, push_reader = build_meter_provider(
+            resource, choice, file, readers, guards=guards
+        )
+        metrics.set_meter_provider(meter_provider)
+
+    logger_provider = app_logger_provider(settings.logger_provider)
+    owns_logger = logger_provider is None and settings.events != semconv.EVENTS_SPAN
+    if owns_logger:
+        # groundwire's own: not made global (a process may set that only once, and the app's
+        # later set_logger_provider would then fail); only the result events use it
+        logger_provider = build_logger_provider(resource, choice, file, guards=guards)
+    return Providers(
+        tracer_provider,
+        owns_tracer,
+        meter_provider,
+        owns_meter,
+        logger_provider,
+        owns_logger,
+        push_reader,
+        prometheus_server,
+        guards,
+    )
+
+
+def wire(settings: Settings) -> OnlineEvaluation:
+    """Validate, then build and wire everything (the body of `configure`)."""
+    config = runner_config(settings)
+    choice = choose_exporter(settings.exporter, settings.output_path)
+    planned = plan_instruments(settings.instrument)
+    p = build_providers(settings, choice)
+    emitter = Emitter(
+        tracer_provider=p.tracer_provider,
+        meter_provider=p.meter_provider,
+        logger_provider=p.logger_provider,
+        events=settings.events,
+        evaluators=config.evaluators,
+    )
+    runner = BackgroundRunner(config, emitter)
+    warm_s = runner.warm_up()  # imports and models load now, not on the app's first turns
+    logger.debug("groundwire: evaluators warmed up in %.2f s", warm_s)
+    processor = EvaluationSpanProcessor(
+        runner, emitter, shutdown_timeout_s=settings.shutdown_timeout_s
+    )
+    p.tracer_provider.add_span_processor(processor)
+    annotations = _phoenix_annotations(settings.phoenix_annotations, p.tracer_provider)
+    LIVE_CONTENT.enabled = True
+    instrumented = instrument(planned, p.tracer_provider, p.meter_provider)
+    owns_any = p.owns_tracer or p.owns_meter or p.owns_logger
+    if choice.path is not None and owns_any:
+        logger.warning(
+            "groundwire: no OTLP endpoint configured (OTEL_EXPORTER_OTLP_ENDPOINT); writing "
+            "traces, metrics and logs as OTLP/JSON lines to %s",
+            choice.path.resolve(),
+        )
+    described = _describe_exporter(choice, p.owns_tracer or p.owns_meter, p.guards)
+    logger.info(
+        "groundwire: scoring %s; instrumented: %s; telemetry: %s; exit deadline %g s",
+        ", ".join(e.name for e in config.evaluators),
+        ", ".join(name for name, _ in instrumented)
+        or "none (spans must come from another instrumentation)",
+        described,
+        settings.exit_timeout_s,
+    )
+    return OnlineEvaluation(
+        runner=runner,
+        processor=processor,
+        emitter=emitter,
+        tracer_provider=p.tracer_provider,
+        meter_provider=p.meter_provider,
+        owns_tracer_provider=p.owns_tracer,
+        owns_meter_provider=p.owns_meter,
+        output_path=choice.path if owns_any else None,
+        logger_provider=p.logger_provider,
+        owns_logger_provider=p.owns_logger,
+        instrumented=[name for name, _ in instrumented],
+        exit_timeout_s=settings.exit_timeout_s,
+        providers=_handles(p) + annotations,
+        guards=p.guards,
+        exporter=described,
+        _instrumentors=instrumented,
+        _prometheus_server=p.prometheus_server,
+        _push_reader=p.push_reader,
+    )
+
+
+def _handles(p: Providers) -> list[ProviderHandle]:
+    """Every provider's flush and shutdown, tracer and meter first, then the logger's."""
+    return _providers(
+        p.tracer_provider,
+        p.owns_tracer,
+        p.meter_provider,
+        p.owns_meter,
+        p.push_reader,
+        p.prometheus_server,
+    ) + _logger_handles(p.logger_provider, p.owns_logger)
+
+
+def _millis(seconds: float) -> int:
+    """Whole milliseconds, at least 1 (0 means "no time" to some SDK calls, "forever" to none)."""
+    return max(1, int(seconds * 1000))
+
+
+def _providers(
+    tracer_provider: Any,
+    owns_tracer: bool,
+    meter_provider: Any,
+    owns_meter: bool,
+    push_reader: MetricReader | None,
+    prometheus_server: Any,
+) -> list[ProviderHandle]:
+    """What shutdown and force_flush flush and shut: ours are shut, the app's only flushed."""
+    handles: list[ProviderHandle] = []
+    if owns_tracer:
+        handles.append(
+            ProviderHandle(
+                "tracer provider",
+                lambda s: tracer_provider.force_flush(_millis(s)),
+                lambda s: tracer_provider.shutdown(),
+            )
+        )
+    elif hasattr(tracer_provider, "force_flush"):
+        flush = lambda s: tracer_provider.force_flush(_millis(s))  # noqa: E731
+        handles.append(ProviderHandle("the app's tracer provider", flush, flush))
+    if owns_meter:
+        handles.append(
+            ProviderHandle(
+                "meter provider",
+                (lambda s: push_reader.force_flush(_millis(s))) if push_reader else None,
+                lambda s: meter_provider.shutdown(timeout_millis=_millis(s)),
+            )
+        )
+    elif hasattr(meter_provider, "force_flush"):
+        flush = lambda s: meter_provider.force_flush(_millis(s))  # noqa: E731
+        handles.append(ProviderHandle("the app's meter provider", flush, flush))
+    if prometheus_server is not None:
+
+        def close_prometheus(_seconds: float) -> None:
+            """Stop the scrape endpoint."""
+            prometheus_server.shutdown()
+            prometheus_server.server_close()
+
+        handles.append(ProviderHandle("Prometheus endpoint", None, close_prometheus))
+    return handles
+
+
+def _phoenix_annotations(url: str | None, tracer_provider: Any) -> list[ProviderHandle]:
+    """With a Phoenix URL, a `PhoenixAnnotationProcessor` on the provider (it posts every score
+    of the evaluation spans as a span annotation) and its handle; nothing otherwise."""
+    if url is None:
+        return []
+    from groundwire.phoenix import PhoenixAnnotationProcessor
+
+    annotator = PhoenixAnnotationProcessor(url)
+    tracer_provider.add_span_processor(annotator)
+
+    def close(seconds: float) -> None:
+        """Post what is queued, then stop (the provider may be the app's, still running)."""
+        annotator.force_flush(_millis(seconds))
+        annotator.shutdown()
+
+    return [
+        ProviderHandle("Phoenix annotations", lambda s: annotator.force_flush(_millis(s)), close)
+    ]
+
+
+def _logger_handles(logger_provider: Any, owns: bool) -> list[ProviderHandle]:
+    """The logger provider's handle: ours is shut (after the processor has emitted the inline
+    scores' records), the app's only flushed. `LoggerProvider.shutdown` takes no timeout, so
+    like the tracer provider's it runs where the deadline can abandon it."""
+    if logger_provider is None:
+        return []
+    if owns:
+        return [
+            ProviderHandle(
+                "logger provider",
+                lambda s: logger_provider.force_flush(_millis(s)),
+                lambda s: logger_provider.shutdown(),
+            )
+        ]
+    if hasattr(logger_provider, "force_flush"):
+        flush = lambda s: logger_provider.force_flush(_millis(s))  # noqa: E731
+        return [ProviderHandle("the app's logger provider", flush, flush)]
+    return []
+
+
+def _describe_exporter(choice: ExporterChoice, owns: bool, guards: list[ExportGuard]) -> str:
+    """Where telemetry goes, for stats() and the configure log line."""
+    if not owns:
+        return "the app's providers"
+    if choice.kind == "file":
+        return f"file {choice.path}"
+    if choice.kind == "otlp":
+        return "; ".join(guard.name for guard in guards) or "OTLP"
+    return "none"
+
+
+def _prometheus(port: int, host: str) -> tuple[tuple[MetricReader, ...], Any]:
+    """A PrometheusMetricReader and its HTTP server on `host:port`."""
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import start_http_server
+    except ImportError as error:
+        raise ImportError(
+            "prometheus_port needs the Prometheus extra: pip install 'groundwire[prometheus]'"
+        ) from error
+    reader = PrometheusMetricReader()
+    server, _thread = start_http_server(port, addr=host)
+    logger.info("groundwire: Prometheus metrics on http://%s:%d/metrics", host, server.server_port)
+    return (reader,), server
