@@ -17,9 +17,15 @@ import typer
 from rich.markup import escape
 from rich.tree import Tree
 
-from groundwire.assembly import Diagnoses, Origin, SpanRecord, TraceReport, explain_traces
-from groundwire.assembly._events import has_content
-from groundwire.assembly._log_record import LogRecordData
+from groundwire.assembly import (
+    Diagnoses,
+    LogRecordData,
+    Origin,
+    SpanRecord,
+    TraceReport,
+    explain_traces,
+    has_content,
+)
 from groundwire.cli._app import app, console, err_console
 from groundwire.cli._exit import ExitCode
 from groundwire.offline.readers import FORMATS, Problems, ReadStats, read_spans

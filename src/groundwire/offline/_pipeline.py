@@ -25,9 +25,7 @@ from typing import Final
 
 from groundwire import semconv
 from groundwire._types import RagTurn
-from groundwire.assembly import Diagnoses, SpanRecord, turns_from_spans
-from groundwire.assembly._events import has_content
-from groundwire.assembly._log_record import LogRecordData
+from groundwire.assembly import Diagnoses, LogRecordData, SpanRecord, has_content, turns_from_spans
 from groundwire.offline._grouping import SpillGrouper, partition_count, trace_gap
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers

@@ -32,8 +32,7 @@ from typing import Any, Final
 
 from groundwire import semconv
 from groundwire._types import Score
-from groundwire.assembly import SpanRecord
-from groundwire.assembly._log_record import LogRecordData
+from groundwire.assembly import LogRecordData, SpanRecord
 from groundwire.offline.readers import Problems, SpanBatch, TraceFormat, read_spans
 
 __all__ = ["RecordedResult", "read_recorded_results", "results_in_batch"]

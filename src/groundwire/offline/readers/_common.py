@@ -14,8 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, TextIO
 
-from groundwire.assembly import SpanRecord
-from groundwire.assembly._log_record import LogRecordData
+from groundwire.assembly import LogRecordData, SpanRecord
 
 __all__ = [
     "BadRecordError",

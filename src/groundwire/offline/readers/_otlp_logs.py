@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from groundwire.assembly._log_record import LogRecordData
+from groundwire.assembly import LogRecordData
 from groundwire.offline.readers._common import span_id_hex, trace_id_hex
 from groundwire.offline.readers._otlp_values import any_value, attributes, get
 

@@ -19,8 +19,7 @@ from typing import Any, Final, Literal, NamedTuple
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-from groundwire.assembly import SpanRecord
-from groundwire.assembly._log_record import LogRecordData
+from groundwire.assembly import LogRecordData, SpanRecord
 from groundwire.offline.readers._common import Problems, SpanBatch
 from groundwire.offline.readers._frames import Cut, Gap, frames
 from groundwire.offline.readers._otlp_logs import logs_from_message
