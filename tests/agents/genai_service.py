@@ -70,3 +70,62 @@ def ask(
             pass
         server.set_attribute("http.response.status_code", 200)
     return Truth(question, list(passages), answer)
+
+
+def ask_agent(
+    tracer: Tracer,
+    question: str = QUESTION,
+    passages: Sequence[str] = PASSAGES,
+    answer: str = ANSWER,
+) -> Truth:
+    """An agent-shaped request: the model asks for a tool, the tool's result (the passages,
+    recorded as `gen_ai.tool.call.result`) goes back to it, and it answers. No retrieval span."""
+    user = {"role": "user", "parts": _parts([question])}
+    call = {"type": "tool_call", "id": "call_1", "name": "search", "arguments": {"q": question}}
+    result = "\n\n".join(passages)
+    with tracer.start_as_current_span("POST /agent", kind=SpanKind.SERVER):
+        with tracer.start_as_current_span(
+            "chat gpt-4o-mini",
+            kind=SpanKind.CLIENT,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.input.messages": json.dumps([user]),
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [call], "finish_reason": "tool_call"}]
+                ),
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "execute_tool search",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "search",
+                "gen_ai.tool.call.id": "call_1",
+                "gen_ai.tool.call.arguments": json.dumps({"q": question}),
+                "gen_ai.tool.call.result": result,
+            },
+        ):
+            pass
+        response = {"type": "tool_call_response", "id": "call_1", "response": result}
+        with tracer.start_as_current_span(
+            "chat gpt-4o-mini",
+            kind=SpanKind.CLIENT,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.input.messages": json.dumps(
+                    [
+                        user,
+                        {"role": "assistant", "parts": [call]},
+                        {"role": "tool", "parts": [response]},
+                    ]
+                ),
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": _parts([answer]), "finish_reason": "stop"}]
+                ),
+            },
+        ):
+            pass
+    return Truth(question, [result], answer)

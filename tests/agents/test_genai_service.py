@@ -73,3 +73,18 @@ def test_inspect_says_where_each_part_was_read() -> None:
     assert second.query.origin == "genai: gen_ai.input.messages"
     assert [c.span_name for c in first.contexts] == ["chat gpt-4o-mini"]
     assert first.answer is not None and first.answer.span_name == "chat gpt-4o-mini"
+
+
+def test_agent_shaped_service_takes_the_tool_result_as_context() -> None:
+    """A GenAI-only agent (chat asking for a tool, execute_tool with its result, final chat): one
+    turn at the server span, the question from the first chat, the tool's result, the answer."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "ts-agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    truth = service.ask_agent(provider.get_tracer("genai"))
+    provider.shutdown()
+    spans = list(exporter.get_finished_spans())
+    (turn,) = turns_from_spans(spans)
+    assert essence(turn) == expected(truth)
+    (report,) = explain_traces(spans)
+    assert [c.origin for c in report.turns[0].contexts] == ["genai: gen_ai.tool.call.result"]

@@ -2,9 +2,10 @@
 opentelemetry-instrumentation-openai-v2 write them.
 
 Role: `gen_ai.operation.name` (`retrieval`; `chat`, `text_completion`, `generate_content`;
-`embeddings`); input: `gen_ai.input.messages`, `gen_ai.retrieval.query.text`; output:
-`gen_ai.output.messages`; documents: `gen_ai.retrieval.documents` (the conventions give only
-`{id, score}`; text is used when an instrumentor adds it). A model call's system instructions
+`embeddings`; `execute_tool`); input: `gen_ai.input.messages`, `gen_ai.retrieval.query.text`,
+`gen_ai.tool.call.arguments`; output: `gen_ai.output.messages`, `gen_ai.tool.call.result`;
+documents: `gen_ai.retrieval.documents` (the conventions give only `{id, score}`; text is used
+when an instrumentor adds it). A model call's system instructions
 (`gen_ai.system_instructions`, else the system messages in `gen_ai.input.messages`) stand in for
 the contexts when no retrieval recorded document text (docs/assembly.md, "Contexts").
 """
@@ -43,8 +44,12 @@ class GenAI(Dialect):
 
     name = "genai"
     title = "OpenTelemetry GenAI semantic conventions"
-    input_keys = (semconv.GEN_AI_INPUT_MESSAGES, semconv.GEN_AI_RETRIEVAL_QUERY_TEXT)
-    output_keys = (semconv.GEN_AI_OUTPUT_MESSAGES,)
+    input_keys = (
+        semconv.GEN_AI_INPUT_MESSAGES,
+        semconv.GEN_AI_RETRIEVAL_QUERY_TEXT,
+        semconv.GEN_AI_TOOL_CALL_ARGUMENTS,
+    )
+    output_keys = (semconv.GEN_AI_OUTPUT_MESSAGES, semconv.GEN_AI_TOOL_CALL_RESULT)
     marker_keys = (semconv.GEN_AI_OPERATION_NAME,)
     retrieval_hint = "gen_ai.operation.name=retrieval"
     content_switch = (
@@ -63,6 +68,14 @@ class GenAI(Dialect):
         if semconv.GEN_AI_INPUT_MESSAGES in attributes:
             sources.append(
                 (semconv.GEN_AI_INPUT_MESSAGES, attributes[semconv.GEN_AI_INPUT_MESSAGES], None)
+            )
+        if semconv.GEN_AI_TOOL_CALL_ARGUMENTS in attributes:
+            sources.append(
+                (
+                    semconv.GEN_AI_TOOL_CALL_ARGUMENTS,
+                    attributes[semconv.GEN_AI_TOOL_CALL_ARGUMENTS],
+                    None,
+                )
             )
         if semconv.GEN_AI_RETRIEVAL_QUERY_TEXT in attributes:
             sources.append(
