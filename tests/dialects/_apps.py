@@ -86,19 +86,47 @@ def _restore_llamaindex(handlers: tuple[list[Any], list[Any]]) -> None:
     root.event_handlers[:] = handlers[1]
 
 
+_OPENLLMETRY_WRAPPED = (
+    ("langchain_core.callbacks.base", "BaseCallbackManager.__init__"),
+    ("langgraph.pregel", "Pregel.stream"),
+    ("langgraph.pregel", "Pregel.astream"),
+    ("langgraph.types", "Command.__init__"),
+    *(
+        ("langchain.agents.middleware.types", f"AgentMiddleware.{prefix}{hook}")
+        for prefix in ("", "a")
+        for hook in ("before_model", "after_model", "before_agent", "after_agent")
+    ),
+)
+"""What OpenLLMetry 0.62.4's LangChain instrumentor wraps with dotted names that its own
+`uninstrument` cannot unwrap (`unwrap(module, "Class.method")` does not resolve the dot)."""
+
+
 def restore_langchain() -> None:
-    """Undo OpenLLMetry's LangChain wrapper, which its `uninstrument` leaves in place.
+    """Undo OpenLLMetry's LangChain wrappers, which its `uninstrument` leaves in place.
 
-    0.62.4 unwraps `("langchain_core.callbacks", "BaseCallbackManager.__init__")`, a dotted
-    attribute `unwrap` cannot resolve, so its callback handler (and the first provider) would stay
-    attached to every later chain in the process.
+    0.62.4 unwraps `("langchain_core.callbacks", "BaseCallbackManager.__init__")` and LangGraph's
+    `Pregel.stream` the same way, dotted attributes `unwrap` cannot resolve, so its callback
+    handler (and the first provider) would stay attached to every later chain in the process,
+    and its `invoke_agent` span would become the parent of every later graph run.
     """
-    from langchain_core.callbacks import base
+    import importlib
 
-    init = base.BaseCallbackManager.__dict__["__init__"]
-    while hasattr(init, "__wrapped__"):
-        init = init.__wrapped__
-    base.BaseCallbackManager.__init__ = init  # type: ignore[method-assign]
+    for module_name, dotted in _OPENLLMETRY_WRAPPED:
+        try:
+            owner: Any = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        *path, name = dotted.split(".")
+        for part in path:
+            owner = getattr(owner, part, None)
+        if owner is None:
+            continue
+        function = owner.__dict__.get(name)
+        if function is None or not hasattr(function, "__wrapped__"):
+            continue
+        while hasattr(function, "__wrapped__"):
+            function = function.__wrapped__
+        setattr(owner, name, function)
 
 
 def run_langchain(questions: Sequence[str] = QUESTIONS) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Final
 from groundwire import semconv
 from groundwire._types import AttributeValue, Context, RagTurn
 from groundwire.assembly._dialects import dialect_rank
+from groundwire.assembly._order import in_call_order
 from groundwire.assembly._reader import (
     KIND_GENERATION,
     KIND_OTHER,
@@ -78,7 +79,9 @@ def build_turn(
         notes["reason"] = "the turn root has no answer in its output"
         return None
     notes["answer"] = (answer_span.span_id, reader.origin(answer_span, "answer"))
-    steps = _document_steps(tree, turn_root, reader)
+    steps = in_call_order(
+        _document_steps(tree, turn_root, reader), tree, root.span_id, reader, generations
+    )
     found = _query(root, spans, steps, generations, reader)
     if found is None:
         logger.debug("span %s: no query in the root or its retrievers; no turn", root.span_id)

@@ -202,6 +202,16 @@ class SpanReader:
             sources.extend(_named(dialect.name, dialect.outputs(attributes)))
         return _first_text(record, sources, answer_text)
 
+    def output_values(self, record: SpanRecord) -> list[Any]:
+        """The span's outputs in every dialect, decoded (live content first); not cached."""
+        live = self.live(record)
+        values: list[Any] = []
+        if live is not None and live.output is not None:
+            values.append(decode(live.output, record.attributes.get(semconv.OUTPUT_MIME_TYPE)))
+        for dialect in DIALECTS:
+            values.extend(decode(raw, mime) for _, raw, mime in dialect.outputs(record.attributes))
+        return values
+
     def documents(self, record: SpanRecord) -> list[Context] | None:
         """A retriever's (or reranker's output) documents in rank order; None if it recorded none.
 

@@ -295,6 +295,9 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
             semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_EXECUTE_TOOL,
             semconv.GEN_AI_TOOL_NAME: name,
         }
+        call_id = kwargs.get("tool_call_id")
+        if isinstance(call_id, str) and call_id:
+            attributes[semconv.GEN_AI_TOOL_CALL_ID] = call_id
         span_name = f"{semconv.GEN_AI_OPERATION_EXECUTE_TOOL} {name}"
         self._start(run_id, parent_run_id, span_name, name, attributes, input_str, metadata)
 
