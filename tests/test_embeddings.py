@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
-from groundwire.embeddings import DEFAULT_EMBEDDER, E5Embedder, Embedder, cosine_pairs
+from groundwire.embeddings import (
+    DEFAULT_EMBEDDER,
+    CacheStats,
+    E5Embedder,
+    Embedder,
+    EmbeddingCache,
+    cosine_pairs,
+)
 
 
 def test_default_embedder_is_lazy_and_loads_once_across_threads() -> None:
@@ -102,3 +112,75 @@ def test_bad_thread_count_is_rejected(bad: object) -> None:
     """num_threads must be a positive int or None; anything else names the option."""
     with pytest.raises(ValueError, match="num_threads"):
         E5Embedder(num_threads=bad)  # type: ignore[arg-type]
+
+
+class _Rows:
+    """Embeds each text as [len(text), 1.0], counting the texts it was given."""
+
+    def __init__(self) -> None:
+        """Nothing embedded yet."""
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float64]:
+        """One row per text."""
+        self.texts.extend(texts)
+        return np.array([[float(len(text)), 1.0] for text in texts]).reshape(len(texts), 2)
+
+
+def test_cache_embeds_each_text_once_and_counts() -> None:
+    """Misses go to the embedder in one call, in order (duplicates in one call included, as
+    without a cache); later lookups are hits; the vectors are the embedder's."""
+    cache = EmbeddingCache(max_entries=10)
+    embedder = _Rows()
+    first = cache.embed(embedder, ["a", "bb", "a"])
+    assert embedder.texts == ["a", "bb", "a"]
+    again = cache.embed(embedder, ["bb", "a", "ccc"])
+    assert embedder.texts == ["a", "bb", "a", "ccc"]
+    assert [v.tolist() for v in again] == [[2.0, 1.0], [1.0, 1.0], [3.0, 1.0]]
+    assert [v.tolist() for v in first] == [[1.0, 1.0], [2.0, 1.0], [1.0, 1.0]]
+    assert cache.stats() == CacheStats(hits=2, misses=4, size=3, max_entries=10)
+    assert cosine_pairs(embedder, ["a"], ["bb"], cache=cache) == cosine_pairs(
+        _Rows(), ["a"], ["bb"]
+    )
+
+
+def test_cache_is_bounded_and_forgets_the_least_recently_used() -> None:
+    """Past max_entries the least recently used vector goes; 0 turns the cache off."""
+    cache = EmbeddingCache(max_entries=2)
+    embedder = _Rows()
+    cache.embed(embedder, ["a", "b"])
+    cache.embed(embedder, ["a"])  # a is now the most recent
+    cache.embed(embedder, ["c"])  # b goes
+    cache.embed(embedder, ["a", "b"])
+    assert embedder.texts == ["a", "b", "c", "b"]
+    assert cache.stats().size == 2
+    off = EmbeddingCache(max_entries=0)
+    off.embed(embedder, ["a"])
+    assert off.stats() == CacheStats(hits=0, misses=0, size=0, max_entries=0)
+    with pytest.raises(ValueError, match="max_entries must be an int >= 0, got -1"):
+        EmbeddingCache(max_entries=-1)
+
+
+def test_cache_entries_belong_to_one_embedder_and_go_with_it() -> None:
+    """Another embedder does not get the first one's vectors; a collected embedder's entries
+    are dropped; an embedder that cannot be weakly referenced is called directly."""
+    cache = EmbeddingCache()
+    one, two = _Rows(), _Rows()
+    cache.embed(one, ["a"])
+    cache.embed(two, ["a"])
+    assert (one.texts, two.texts, cache.stats().size) == (["a"], ["a"], 2)
+    del one
+    gc.collect()
+    assert cache.stats().size == 1
+
+    class Slotted:
+        """No __weakref__ slot."""
+
+        __slots__ = ()
+
+        def embed(self, texts: Sequence[str]) -> NDArray[np.float64]:
+            """Ones."""
+            return np.ones((len(texts), 2))
+
+    assert len(cache.embed(Slotted(), ["a", "b"])) == 2
+    assert cache.stats().size == 1

@@ -490,7 +490,7 @@ def test_embedder_returning_a_bad_shape_is_an_error() -> None:
             return np.zeros((1, 3))
 
     with pytest.raises(ValueError, match=r"returned shape \(1, 3\), expected \(2, d\)"):
-        verify_quotes(["harbour copper"], ["harbour copper"], embedder=Broken())
+        verify_quotes(["harbour copper"], ["harbour copper"], embedder=Broken(), cosine="always")
 
 
 def test_default_embedder_gives_cosine_that_separates_true_from_invented() -> None:

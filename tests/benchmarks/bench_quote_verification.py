@@ -5,7 +5,8 @@ five kinds of quotes: exact, re-spaced/re-cased, with typos, with an ellipsis, a
 A located quote counts as correct when it is not flagged low-confidence and its span overlaps
 the true span by at least 80% (intersection over union); an invented quote counts as correct
 when it is flagged. Localisation is compared with no embedder on either side (the embedding cost
-is the same for both); the embedding cost is measured separately.
+is the same for both); the embedding cost is measured separately, and the evaluator's turns per
+second with its default embedder beside the no-embedder figure (tests/benchmarks/_quote_turns.py).
 
 Run: `python -m tests.benchmarks quote_verification`. Writes results/quote_verification.{md,json}.
 """
@@ -29,6 +30,8 @@ from rank_bm25 import BM25Okapi
 
 from groundwire.embeddings import E5Embedder, cosine_pairs
 from groundwire.evaluators.quote_verification import verify_quotes
+from tests.benchmarks._quote_turns import MIXES, make_turns, turn_throughput
+from tests.benchmarks._quote_turns import markdown as turns_markdown
 from tests.benchmarks._timing import Timing, environment, measure, results_dir, scaled
 
 RESULTS = results_dir()
@@ -41,6 +44,8 @@ RUNS = scaled(3, 1)
 KINDS = ("exact", "respaced", "typo", "ellipsis", "invented")
 IOU_NEEDED = 0.8
 EMBED_SAMPLE = scaled(30, 5)
+TURNS = scaled(120, 8)
+"""Turns per mix in the turns/s measurement (two quotes each)."""
 
 
 # --- corpus ---------------------------------------------------------------------------------------
@@ -440,6 +445,7 @@ def main() -> None:
     embed_s = embed_t.median_s
     rate = 2 * len(sample) / embed_s
 
+    turns = _turn_results(words, documents)
     results: dict[str, Any] = {
         "corpus_chars": len(joined),
         "documents": len(documents),
@@ -464,6 +470,7 @@ def main() -> None:
             "projected_all_s": 2 * len(located) / rate,
             "median_cosine_sample": statistics.median(cosines) if cosines else None,
         },
+        "turns": turns,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
         "environment": environment(),
     }
@@ -471,6 +478,30 @@ def main() -> None:
     (RESULTS / "quote_verification.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / "quote_verification.md").write_text(_markdown(results))
     print(_markdown(results), flush=True)
+
+
+def _turn_results(words: _Words, documents: dict[str, str]) -> dict[str, Any]:
+    """Turns/s of the evaluator with and without its embedder, on each mix of quotes."""
+
+    def invent(rng: random.Random) -> str:
+        """A sentence pair of the corpus' words that no document contains (almost surely)."""
+        quote = " ".join(words.sentence() for _ in range(2))
+        return " ".join(quote.split()[: rng.randint(8, 30)])
+
+    variants = {"respaced": _respace, "typo": _typos}
+    results: dict[str, Any] = {}
+    for index, (mix, weights) in enumerate(MIXES.items()):
+        turns = make_turns(documents, weights, TURNS, variants, invent, SEED + index)
+        results[mix] = turn_throughput(turns, RUNS)
+        print(
+            f"{mix}: "
+            + ", ".join(
+                f"{label} {setting['turns_per_s']:.1f} turns/s"
+                for label, setting in results[mix]["settings"].items()
+            ),
+            flush=True,
+        )
+    return results
 
 
 def _markdown(r: dict[str, Any]) -> str:
@@ -524,6 +555,7 @@ def _markdown(r: dict[str, Any]) -> str:
         "with the default embedder, embedding dominates the cost of `verify_quotes`. Pass "
         "`embedder=None` when cosine similarity is not needed.",
         "",
+        *(turns_markdown(r["turns"]) if "turns" in r else []),
         f"Python {r['machine']['python']}; times are the median of {r['ours']['runs']} runs "
         "after one warm-up run, the same on both sides (min and max in "
         "quote_verification.json), on a shared 2-core machine (load average "

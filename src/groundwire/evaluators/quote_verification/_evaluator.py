@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from groundwire._types import RagTurn, Score
 from groundwire.embeddings import DEFAULT_EMBEDDER, Embedder
-from groundwire.evaluators.quote_verification._options import Options
+from groundwire.evaluators.quote_verification._options import (
+    OptionArgs,
+    Options,
+    signature_with_options,
+)
 from groundwire.evaluators.quote_verification._rows import QuoteMatch
-from groundwire.evaluators.quote_verification._trim import TrimMethod
-from groundwire.evaluators.quote_verification._verify import verify_quotes
+from groundwire.evaluators.quote_verification._verify import verify_with
 from groundwire.evaluators.quoted_spans import find_quotes
 from groundwire.evaluators.quoted_spans._finder import check_min_len
 
@@ -55,18 +58,10 @@ class QuoteVerification:
         *,
         min_len: int = 3,
         embedder: Embedder | None = DEFAULT_EMBEDDER,
-        window_size: int | None = None,
-        overlap: int | None = None,
-        bm25_k1: float = 1.5,
-        bm25_b: float = 0.4,
-        ellipsis_max_gap: int | None = None,
-        trim_spans: bool = True,
-        trim_method: TrimMethod = "fuzzy",
-        min_fuzzy_ratio: float = 0.6,
-        expand_window_neighbors: int = 1,
-        meaning_check: bool = True,
+        **options: Unpack[OptionArgs],
     ) -> None:
-        """Configure extraction and matching; bad options raise at once, naming the option."""
+        """Configure extraction and matching (`options`: those of `verify_quotes`, e.g.
+        `cosine="fuzzy"`); bad options raise at once, naming the option."""
         self.min_len = check_min_len(min_len, "quote_verification: min_len")
         if embedder is not None and not isinstance(embedder, Embedder):
             raise TypeError(
@@ -74,18 +69,7 @@ class QuoteVerification:
                 f"got {type(embedder).__name__}"
             )
         self.embedder = embedder
-        self.options = Options.checked(
-            window_size=window_size,
-            overlap=overlap,
-            bm25_k1=bm25_k1,
-            bm25_b=bm25_b,
-            ellipsis_max_gap=ellipsis_max_gap,
-            trim_spans=trim_spans,
-            trim_method=trim_method,
-            min_fuzzy_ratio=min_fuzzy_ratio,
-            expand_window_neighbors=expand_window_neighbors,
-            meaning_check=meaning_check,
-        )
+        self.options = Options.checked(where="quote_verification", **options)
 
     def evaluate(self, turn: RagTurn) -> Score:
         """Score one turn: verified quotes / quotes."""
@@ -94,22 +78,8 @@ class QuoteVerification:
             return Score.not_applicable(
                 self.name, "no_quotes", f"the answer quotes no span of {self.min_len}+ words"
             )
-        o = self.options
-        rows = verify_quotes(
-            [quote.text for quote in quotes],
-            _documents(turn),
-            embedder=self.embedder,
-            window_size=o.window_size,
-            overlap=o.overlap,
-            bm25_k1=o.bm25_k1,
-            bm25_b=o.bm25_b,
-            ellipsis_max_gap=o.ellipsis_max_gap,
-            trim_spans=o.trim_spans,
-            trim_method=o.trim_method,
-            min_fuzzy_ratio=o.min_fuzzy_ratio,
-            expand_window_neighbors=o.expand_window_neighbors,
-            meaning_check=o.meaning_check,
-        )
+        documents = list(_documents(turn).items())
+        rows = verify_with([quote.text for quote in quotes], documents, self.embedder, self.options)
         verified = sum(row.verified for row in rows)
         details: list[dict[str, Any]] = []
         for quote, row in zip(quotes, rows, strict=True):
@@ -121,6 +91,11 @@ class QuoteVerification:
             explanation=_explain(rows, verified, has_contexts=bool(turn.contexts)),
             details={"quotes": details, "n_quotes": len(rows), "n_verified": verified},
         )
+
+
+QuoteVerification.__signature__ = signature_with_options(  # type: ignore[attr-defined]
+    QuoteVerification.__init__, method=True
+)
 
 
 def _label(verified: int, total: int) -> str:

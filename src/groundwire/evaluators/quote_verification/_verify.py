@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+from typing import Unpack
 
-from groundwire.embeddings import (
-    DEFAULT_EMBEDDER,
-    Embedder,
-    EmbeddingsUnavailableError,
-    cosine_pairs,
-    warn_unavailable_once,
-)
+from groundwire.embeddings import DEFAULT_EMBEDDER, Embedder
 from groundwire.evaluators.quote_verification._corpus import Corpus, Documents, coerce_documents
+from groundwire.evaluators.quote_verification._cosine import with_cosine
 from groundwire.evaluators.quote_verification._ellipsis import Located
 from groundwire.evaluators.quote_verification._fidelity import Fidelity, compare
 from groundwire.evaluators.quote_verification._locate import Locator
@@ -21,12 +16,15 @@ from groundwire.evaluators.quote_verification._normalise import (
     fold,
     normalise_quote,
 )
-from groundwire.evaluators.quote_verification._options import Options
+from groundwire.evaluators.quote_verification._options import (
+    OptionArgs,
+    Options,
+    signature_with_options,
+)
 from groundwire.evaluators.quote_verification._rows import QuoteMatch
-from groundwire.evaluators.quote_verification._trim import TrimMethod
 from groundwire.evaluators.quote_verification._windows import default_overlap, default_window_size
 
-__all__ = ["CONTEXT_CHARS", "verify_quotes"]
+__all__ = ["CONTEXT_CHARS", "verify_quotes", "verify_with"]
 
 CONTEXT_CHARS = 300
 """Characters of document kept on each side of the span in `context_window`."""
@@ -58,60 +56,60 @@ def verify_quotes(
     documents: Documents,
     *,
     embedder: Embedder | None = DEFAULT_EMBEDDER,
-    window_size: int | None = None,
-    overlap: int | None = None,
-    bm25_k1: float = 1.5,
-    bm25_b: float = 0.4,
-    ellipsis_max_gap: int | None = None,
-    trim_spans: bool = True,
-    trim_method: TrimMethod = "fuzzy",
-    min_fuzzy_ratio: float = 0.6,
-    expand_window_neighbors: int = 1,
-    meaning_check: bool = True,
+    **options: Unpack[OptionArgs],
 ) -> list[QuoteMatch]:
     """Locate each quote in the documents; one `QuoteMatch` per quote, in order.
 
     - `documents`: a mapping name -> text, or a list of texts (named doc_0, doc_1, ...).
     - `embedder`: computes `cosine_similarity` of quote and span; None skips it. The default is
       the local e5 model of the `embeddings` extra (skipped with one warning when missing).
+    - `cosine`: which located quotes get a cosine: "fuzzy" (default: a span with the quote's
+      very words gets 1.0 without the model, the others are embedded), "always" (every one is
+      embedded) or "off" (none). The verdicts are the same under every policy.
     - `window_size` / `overlap`: BM25 window and overlap in characters (default 1.1 x the longest
       quote, capped at 500, and 30% of the window).
-    - `bm25_k1`, `bm25_b`: BM25 parameters. `ellipsis_max_gap`: the most characters allowed
-      between the head and the tail of a quote with an ellipsis (None: any).
-    - `trim_spans`: trim the best window to the quote (else the span is the whole window), with
-      `trim_method` "fuzzy", "sliding_bm25" or "hybrid"; `expand_window_neighbors`: windows added
-      on a side where the trimmed span touches the window edge.
-    - `min_fuzzy_ratio`: a `match_ratio` below it sets `low_confidence`.
-    - `meaning_check`: compare each located quote with its span word by word; a changed number,
-      negation, modal verb or name sets `low_confidence` whatever the ratio (False: ratio only).
+    - `bm25_k1` (1.5), `bm25_b` (0.4): BM25 parameters. `ellipsis_max_gap`: the most characters
+      allowed between the head and the tail of a quote with an ellipsis (None: any).
+    - `trim_spans` (True): trim the best window to the quote (else the span is the whole
+      window), with `trim_method` "fuzzy" (default), "sliding_bm25" or "hybrid";
+      `expand_window_neighbors` (1): windows added on a side where the trimmed span touches the
+      window edge.
+    - `min_fuzzy_ratio` (0.6): a `match_ratio` below it sets `low_confidence`.
+    - `meaning_check` (True): compare each located quote with its span word by word; a changed
+      number, negation, modal verb or name sets `low_confidence` whatever the ratio (False:
+      ratio only).
 
     Quotes and documents are compared in Unicode NFC; offsets are those of the original text.
     """
     quote_list = _check_quotes(quotes)
     named = coerce_documents(documents)
-    options = Options.checked(
-        window_size=window_size,
-        overlap=overlap,
-        bm25_k1=bm25_k1,
-        bm25_b=bm25_b,
-        ellipsis_max_gap=ellipsis_max_gap,
-        trim_spans=trim_spans,
-        trim_method=trim_method,
-        min_fuzzy_ratio=min_fuzzy_ratio,
-        expand_window_neighbors=expand_window_neighbors,
-        meaning_check=meaning_check,
-    )
+    checked = Options.checked(**options)
     if embedder is not None and not isinstance(embedder, Embedder):
         raise TypeError(
             f"embedder must have an embed(texts) method or be None, got {type(embedder).__name__}"
         )
+    return verify_with(quote_list, named, embedder, checked)
+
+
+verify_quotes.__signature__ = signature_with_options(verify_quotes)  # type: ignore[attr-defined]
+
+
+def verify_with(
+    quote_list: list[str],
+    named: list[tuple[str, str]],
+    embedder: Embedder | None,
+    options: Options,
+) -> list[QuoteMatch]:
+    """`verify_quotes` on checked input: quotes, named documents and validated options."""
     if not quote_list:
         return []
     normalised = [normalise_quote(quote) for quote in quote_list]
     size = options.window_size or default_window_size(max(len(q) for q in normalised))
     overlap_chars = options.overlap if options.overlap is not None else default_overlap(size)
     if overlap_chars >= size:
-        raise ValueError(f"overlap must be smaller than the window size ({size}), got {overlap}")
+        raise ValueError(
+            f"overlap must be smaller than the window size ({size}), got {options.overlap}"
+        )
     corpus = Corpus(named)
     locator = Locator(corpus, options, size, overlap_chars)
     rows = [
@@ -120,7 +118,7 @@ def verify_quotes(
     ]
     if embedder is None:
         return rows
-    return _with_cosine(rows, embedder)
+    return with_cosine(rows, embedder, options.cosine)
 
 
 def _reason(ratio: float, min_ratio: float, fidelity: Fidelity) -> str | None:
@@ -210,23 +208,3 @@ def _row(quote: str, candidates: list[Located], corpus: Corpus, options: Options
         meaning_changes=fidelity.changes,
         low_confidence_reason=reason,
     )
-
-
-def _with_cosine(rows: list[QuoteMatch], embedder: Embedder) -> list[QuoteMatch]:
-    """Fill `cosine_similarity` for rows with a span, embedding everything in one call."""
-    with_span = [i for i, row in enumerate(rows) if row.span_text.strip()]
-    if not with_span:
-        return rows
-    try:
-        sims = cosine_pairs(
-            embedder,
-            [rows[i].quote.strip() for i in with_span],
-            [rows[i].span_text for i in with_span],
-        )
-    except EmbeddingsUnavailableError:
-        warn_unavailable_once()
-        return rows
-    filled = list(rows)
-    for i, sim in zip(with_span, sims, strict=True):
-        filled[i] = replace(rows[i], cosine_similarity=sim)
-    return filled
