@@ -370,7 +370,7 @@ def rescore_command(
                     trace_ids=phoenix_trace_id or [], page_size=phoenix_page_size,
                 )  # fmt: skip
             except ValueError as error:
-                raise typer.BadParameter(str(error)) from None
+                bad_argument(str(error))
             run = phoenix.rescore
     try:
         with progress:
