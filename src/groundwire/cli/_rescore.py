@@ -27,7 +27,7 @@ from typer.core import TyperCommand
 from groundwire._registry import ENTRY_POINT_GROUP, available_evaluators, resolve_evaluators
 from groundwire.cli._app import app, console, err_console
 from groundwire.cli._errors import CliError, bad_argument, guarded, nearest
-from groundwire.cli._exit import ExitCode
+from groundwire.cli._exit import ExitCode, help_epilog
 from groundwire.cli._outcome import exit_code, explain
 from groundwire.offline.ray_engine import RayEngineError
 from groundwire.offline.readers import FORMATS, BadRecordError
@@ -186,7 +186,7 @@ def _summary_table(summary: RescoreSummary) -> Table:
     return table
 
 
-@app.command("rescore", cls=_OptionalValueCommand)
+@app.command("rescore", cls=_OptionalValueCommand, epilog=help_epilog("rescore"))
 @guarded
 def rescore_command(
     paths: Annotated[
@@ -297,11 +297,7 @@ def rescore_command(
         ),
     ] = None,
 ) -> None:
-    """Re-score RAG turns recorded in trace files and write the results to OUT.
-
-    Exit codes: 0 ok, 1 internal error or nothing exported, 2 bad arguments, 3 partial input,
-    4 nothing readable, 5 no turns, 6 every evaluation failed or skipped, 130 interrupted.
-    """
+    """Re-score RAG turns recorded in trace files and write the results to OUT."""
     from groundwire.offline._pipeline import WindowOptions
 
     if fmt is not None and fmt not in FORMATS:

@@ -14,7 +14,7 @@ import typer
 
 from groundwire.cli._app import app
 from groundwire.cli._console import print_error
-from groundwire.cli._exit import ExitCode
+from groundwire.cli._exit import ExitCode, help_epilog
 
 _FLAG_NAMES = {"grpc_listen": "--grpc", "evaluators": "--evaluators"}
 
@@ -39,7 +39,7 @@ def _setup_logging(level: str) -> None:
     root.propagate = False
 
 
-@app.command("serve")
+@app.command("serve", epilog=help_epilog("serve"))
 def serve_command(
     forward: Annotated[
         str | None,

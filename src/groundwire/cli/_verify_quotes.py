@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 from groundwire.cli._app import app, console, err_console
 from groundwire.cli._errors import bad_argument, guarded
+from groundwire.cli._exit import help_epilog
 from groundwire.offline._results import dumps_strict
 from groundwire.offline.writers import OutputTarget, check_output_paths
 
@@ -153,7 +154,7 @@ def _write_safely(path: Path, write: Callable[[Path], None]) -> None:
     target.commit()
 
 
-@app.command("verify-quotes")
+@app.command("verify-quotes", epilog=help_epilog("verify-quotes"))
 @guarded
 def verify_quotes_command(
     quotes: Annotated[
