@@ -11,6 +11,7 @@ from typer.core import TyperGroup
 
 from groundwire._version import __version__
 from groundwire.cli._console import console, err_console, fit_to_streams, print_error
+from groundwire.cli._hints import install_hints
 
 __all__ = ["app", "console", "err_console"]
 
@@ -34,6 +35,7 @@ class _OneLineErrors(TyperGroup):
     ) -> Any:
         """Run the command line; a Click usage error becomes `error: ...` and its exit code."""
         fit_to_streams()
+        install_hints()
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         try:
