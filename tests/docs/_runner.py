@@ -4,7 +4,9 @@
   the docs name (`traces.jsonl`, `gold.jsonl`, ...): as pasted, `__main__` guard and all, and
   without touching this test process's global OpenTelemetry providers.
 - An `<!-- invisible-code-block: python ... -->` after a block checks what the docs say it gives:
-  it runs as one script with the visible block before it.
+  it runs as one script with the visible block before it. One whose first line is `SETUP`
+  (`# set-up for the next block`) defines what a fragment assumes (a `turn`, a model) and runs
+  in front of the next visible block instead.
 - ```bash and ```console blocks run in bash (`set -eo pipefail`) in the same folder, `$ ` lines
   only for console, with the venv's `groundwire` first on PATH. Hosts the docs use as examples
   (`http://collector:4318`) are replaced by real servers the test starts.
@@ -28,6 +30,8 @@ from sybil.parsers.markdown import CodeBlockParser, SkipParser
 
 from tests.docs._markdown import ROOT
 
+SETUP = "# set-up for the next block"
+"""First line of an invisible block that prepares the next visible one."""
 TIMEOUT_S = 240
 """One block; a few seconds each alone, more on a busy shared machine."""
 
@@ -83,12 +87,17 @@ class _Evaluators:
         self.workspace = workspace
 
     def python(self, example: Example) -> str | None:
-        """A visible block runs alone; an invisible one after the visible block before it."""
+        """A visible block runs alone, after its set-up if one stands before it; an invisible
+        check runs after the visible block before it."""
         namespace = example.namespace
         source = self.workspace.localise(str(example.parsed))
         if example.region.lexemes.get("directive") == "invisible-code-block":
+            if source.startswith(SETUP):
+                namespace["_setup"] = source
+                return None
             source = namespace.get("_last_python", "") + "\n" + source
         else:
+            source = namespace.pop("_setup", "") + source
             namespace["_last_python"] = source
         script = self.workspace.path / f"snippet_line_{example.line}.py"
         script.write_text(source, encoding="utf-8")  # a file: worker processes import it

@@ -1,4 +1,4 @@
-"""Every python, bash and console block of README.md and docs/offline.md runs as pasted.
+"""Every python, bash and console block of README.md and the pages in PAGES runs as pasted.
 
 The blocks run in a folder holding the files they name, against real servers where they need
 one (an OpenAI-protocol judge and model, an OTLP receiver standing in for `collector:4318`). A
@@ -13,18 +13,45 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from groundwire.testing import OpenAIServer, OtlpHttpReceiver
-from groundwire.testing._openai_server import structured
+from groundwire.testing import OpenAIServer, OtlpHttpReceiver, Reply, structured
 from tests.docs._runner import Workspace, clean_environment, run_page
 from tests.offline._cli_files import write_turns
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-PAGES = {"README.md": 4, "docs/offline.md": 5}
+PAGES = {
+    "README.md": 4,
+    "docs/offline.md": 5,
+    "docs/assembly.md": 1,
+    "docs/demo.md": 1,
+    "docs/erag.md": 6,
+    "docs/judges.md": 3,
+    "docs/quote_verification.md": 2,
+    "docs/quoted_spans.md": 4,
+}
 """Page -> how many of its blocks must run (the rest carry a skip marker)."""
+
+
+def _model_reply(request: Any) -> Reply:
+    """The judge and model behind every snippet: each structured request gets a valid answer
+    of the shape it asked for (a rating, claims, an audit verdict)."""
+    asked = json.dumps(request)
+    if "AuditReply" in asked:
+        return structured(
+            {
+                "verdict": "partially_supported",
+                "supporting_phrase": "Paris has about 2.1 million residents",
+                "missing": "the exact figure of 2 million",
+                "basis": "The span gives about 2.1 million, not 2 million.",
+            }
+        )(request)
+    if "ClaimList" in asked:
+        return structured({"claims": ["Paris has 2 million people [1]."]})(request)
+    return structured({"rating": 2})(request)
 
 
 @pytest.fixture
@@ -41,7 +68,7 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
     shutil.copy(plain, tmp_path / "groundwire-telemetry.jsonl")
     gold = [{"query": "question 0", "expected": ["blue"]}]
     (tmp_path / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold))
-    with OpenAIServer(structured({"rating": 2})) as model, OtlpHttpReceiver() as collector:
+    with OpenAIServer(_model_reply) as model, OtlpHttpReceiver() as collector:
         env = clean_environment(
             GROUNDWIRE_JUDGE_BASE_URL=model.base_url,
             GROUNDWIRE_JUDGE_MODEL="judge-1",
@@ -49,7 +76,11 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
             OPENAI_BASE_URL=model.base_url,
             OPENAI_API_KEY="test-key",
         )
-        yield Workspace(tmp_path, env, {"http://collector:4318": collector.endpoint})
+        hosts = {
+            "http://collector:4318": collector.endpoint,
+            "http://localhost:11434/v1": model.base_url,  # judges.md's local Ollama
+        }
+        yield Workspace(tmp_path, env, hosts)
 
 
 @pytest.mark.parametrize("page", list(PAGES))
