@@ -19,9 +19,7 @@ from tests.phoenix.conftest import new_project
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-def test_every_block_of_the_phoenix_page_runs_or_says_why_not(
-    phoenix: str, tmp_path: Path
-) -> None:
+def test_every_block_of_the_phoenix_page_runs_or_says_why_not(phoenix: str, tmp_path: Path) -> None:
     """Each block ran or carries a skip marker; the CLI block annotated the project's turns."""
     project, _ = new_project(phoenix)
     host = phoenix.removeprefix("http://")
