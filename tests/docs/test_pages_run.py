@@ -32,6 +32,7 @@ PAGES = {
     "docs/llamaindex.md": 2,
     "docs/gateway.md": 0,
     "docs/reliability.md": 0,
+    "docs/online.md": 4,
 }
 """Page -> how many of its blocks must run, invisible set-ups and checks included (the rest
 carry a skip marker)."""
