@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.docs._markdown import blocks
+from groundwire.offline import rescore
+from tests.docs._markdown import ROOT, blocks
 from tests.offline._cli_files import write_turns
 
 
@@ -34,3 +36,20 @@ def test_the_first_python_snippet_runs_as_a_script_with_two_workers(tmp_path: Pa
     assert done.stdout.startswith("4 {'quoted_spans':"), done.stdout
     assert "scored 4 turns" in done.stdout
     assert len((tmp_path / "scores.jsonl").read_text().splitlines()) == 4
+
+
+def _shape(line: str) -> re.Pattern[str]:
+    """A documented output line as a pattern: its words exact, its numbers any numbers."""
+    parts = re.split(r"\d+(?:\.\d+)?", line)
+    return re.compile(r"\d+(?:\.\d+)?".join(re.escape(part) for part in parts) + r"$")
+
+
+def test_the_documented_summary_lines_are_the_real_ones(tmp_path: Path) -> None:
+    """The summary shown under "the summary at the end gives the counts" has the real wording."""
+    text = (ROOT / "docs" / "offline.md").read_text(encoding="utf-8")
+    shown = next(b for b in blocks("docs/offline.md", "") if b.text.startswith("read "))
+    traces = write_turns(["q1", "q2"], tmp_path / "t.jsonl")
+    real = rescore(traces, ["quoted_spans"], tmp_path / "o.jsonl").lines()
+    for line in shown.text.splitlines():
+        assert any(_shape(line).match(got) for got in real), (line, real)
+    assert "the summary at the end gives the counts" in " ".join(text.split())
