@@ -52,4 +52,4 @@ def test_the_documented_summary_lines_are_the_real_ones(tmp_path: Path) -> None:
     real = rescore(traces, ["quoted_spans"], tmp_path / "o.jsonl").lines()
     for line in shown.text.splitlines():
         assert any(_shape(line).match(got) for got in real), (line, real)
-    assert "the summary at the end gives the counts" in " ".join(text.split())
+    assert "The summary at the end gives the counts" in " ".join(text.split())
