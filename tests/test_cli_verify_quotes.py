@@ -191,3 +191,50 @@ def test_formula_like_quotes_stay_text_in_excel(tmp_path: Path) -> None:
     cells = [cell for sheet in book.worksheets for row in sheet.iter_rows() for cell in row]
     assert not [cell.coordinate for cell in cells if cell.data_type == "f"]
     assert attack in [cell.value for cell in cells]
+
+
+def _folder_with_quotes(tmp_path: Path) -> Path:
+    """A folder holding one document and, beside it, a quotes file with an invented quote."""
+    (tmp_path / "speech.txt").write_text("We shall fight on the beaches, we shall not surrender.")
+    (tmp_path / "quotes.txt").write_text("we shall fight on the beaches\nthe moon is cheese\n")
+    return tmp_path
+
+
+def test_quotes_file_in_the_docs_folder_is_not_a_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--quotes quotes.txt --docs .`: the quotes file is left out, the invented quote fails."""
+    monkeypatch.chdir(_folder_with_quotes(tmp_path))
+    result = runner.invoke(
+        app, ["verify-quotes", "--quotes", "quotes.txt", "--docs", ".", "--no-cosine", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert rows[0]["source_doc"] == "speech"
+    assert "quotes" not in {row["source_doc"] for row in rows}
+    assert "1 of 2 quotes verified" in result.stderr
+
+
+def test_quotes_file_named_as_a_document_is_refused(tmp_path: Path) -> None:
+    """The quotes file given as a document too: exit 2, one line."""
+    folder = _folder_with_quotes(tmp_path)
+    quotes = str(folder / "quotes.txt")
+    result = runner.invoke(app, ["verify-quotes", "--quotes", quotes, "--docs", quotes])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: the quotes file {quotes} cannot also be a document"
+    ]
+
+
+@pytest.mark.parametrize("name", ["stats.txt", "stats.csv"])
+def test_an_output_in_the_docs_folder_is_never_read_nor_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Run twice writing --csv into the docs folder: the second run does not read it or refuse."""
+    monkeypatch.chdir(_folder_with_quotes(tmp_path))
+    args = ["verify-quotes", "--quotes", "quotes.txt", "--docs", ".", "--no-cosine"]
+    for _ in range(2):
+        result = runner.invoke(app, [*args, "--csv", name])
+        assert result.exit_code == 0, result.output
+        assert "2 quotes in 1 documents" in " ".join(result.stdout.split()), result.stdout
+    assert (tmp_path / name).is_file()

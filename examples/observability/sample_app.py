@@ -69,12 +69,21 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("OTEL_METRIC_EXPORT_INTERVAL", "5000")  # milliseconds; default 60 s
     os.environ.setdefault(semconv.ENV_EVALUATORS, "quoted_spans,quote_verification")
     groundwire.configure(instrument=False)
+    target = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "the default OTLP endpoint")
+    print(  # a first line at once: the whole run takes turns x interval seconds
+        f"recording {args.turns} turns, one every {args.interval:g} s "
+        f"(about {args.turns * args.interval:.0f} s), sending to {target}; Ctrl-C stops",
+        flush=True,
+    )
     tracer = trace.get_tracer("sample-app")
     pick = random.Random(args.seed)
-    for _ in range(args.turns):
+    for done in range(1, args.turns + 1):
         record_turn(tracer, pick.choice(ANSWERS))
+        if done % 50 == 0 or done == args.turns:
+            print(f"{done} of {args.turns} turns recorded", flush=True)
         time.sleep(args.interval)
     groundwire.shutdown()
+    print("done: scores and metrics flushed", flush=True)
 
 
 if __name__ == "__main__":

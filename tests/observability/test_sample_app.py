@@ -37,6 +37,8 @@ def test_sample_app_sends_turns_scores_and_metrics_over_otlp() -> None:
             timeout=120,
         )
         assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("recording 5 turns, one every 0 s"), done.stdout
+        assert "5 of 5 turns recorded" in done.stdout and "done:" in done.stdout
         assert receiver.wait_for(lambda r: len(r.spans(semconv.EVALUATION_SPAN_NAME)) == 5)
         spans = receiver.spans()
         points = receiver.metric_points()

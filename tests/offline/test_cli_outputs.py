@@ -162,14 +162,33 @@ def test_resume_drops_a_csv_record_cut_inside_a_multiline_cell(tmp_path: Path) -
     assert all(len(row["trace_id"]) == 32 for row in rows)
 
 
-def test_resume_with_other_evaluators_is_refused(traces: Path, tmp_path: Path) -> None:
-    """--resume on a .csv written for other evaluators: exit 2 naming both column lists."""
-    out = tmp_path / "o.csv"
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_resume_with_other_evaluators_is_refused(traces: Path, tmp_path: Path, suffix: str) -> None:
+    """--resume on an OUT written for other evaluators: exit 2 naming both lists, OUT as it was."""
+    out = tmp_path / f"o{suffix}"
     assert _run("rescore", traces, "-e", "quoted_spans", "-o", out, "-q")[0] == 0
+    before = out.read_bytes()
     code, stderr = _run(
         "rescore", traces, "-e", "quoted_spans,quote_verification", "-o", out, "--resume", "-q"
     )
     assert code == ExitCode.BAD_ARGUMENTS and "resume with the same evaluators" in stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    assert out.read_bytes() == before
+
+
+def test_jsonl_resume_with_other_evaluators_raises_resume_error(
+    traces: Path, tmp_path: Path
+) -> None:
+    """rescore(resume=True) onto a .jsonl of other evaluators raises ResumeError (as documented);
+    the same evaluators in another order resume."""
+    from groundwire.offline._resume import ResumeError
+
+    out = tmp_path / "o.jsonl"
+    rescore(traces, ["quoted_spans", "quote_verification"], out)
+    with pytest.raises(ResumeError, match=r"o\.jsonl:1: its evaluators"):
+        rescore(traces, ["quoted_spans"], out, resume=True)
+    summary = rescore(traces, ["quote_verification", "quoted_spans"], out, resume=True)
+    assert summary.turns_scored == 0 and summary.counts.resumed == len(QUERIES)
 
 
 def test_parquet_resume_keeps_complete_row_groups_and_drops_a_torn_one(

@@ -20,6 +20,7 @@ from rich.table import Table
 from groundwire._types import Score
 from groundwire.cli._app import app, console, err_console
 from groundwire.cli._errors import bad_argument, guarded
+from groundwire.cli._exit import help_epilog
 
 if TYPE_CHECKING:
     from groundwire.demo import DemoRun
@@ -139,7 +140,7 @@ def _where(path: Path) -> str:
         return str(absolute)
 
 
-@app.command("demo")
+@app.command("demo", epilog=help_epilog("demo"))
 @guarded
 def demo_command(
     out: Annotated[

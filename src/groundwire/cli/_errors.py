@@ -15,9 +15,8 @@ from typing import NoReturn, ParamSpec, TypeVar
 
 import click
 import typer
-from rich.markup import escape
 
-from groundwire.cli._app import err_console
+from groundwire.cli._console import err_console, print_error
 from groundwire.cli._exit import ExitCode
 
 __all__ = ["CliError", "bad_argument", "guarded", "nearest", "print_error"]
@@ -47,11 +46,6 @@ def nearest(word: str, choices: Sequence[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def print_error(message: str) -> None:
-    """Print `error: message` on stderr as one line (markup escaped)."""
-    err_console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-
-
 def guarded(command: Callable[P, R]) -> Callable[P, R]:
     """Wrap a command so that no exception reaches the user as a traceback or "Aborted!"."""
 
@@ -59,8 +53,8 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except (typer.Exit, click.exceptions.Exit, click.ClickException):
-            raise
+        except (typer.Exit, typer.TyperException, click.exceptions.Exit, click.ClickException):
+            raise  # Click's own (Typer ships a copy of Click: both kinds)
         except CliError as error:
             print_error(str(error))
             raise typer.Exit(int(error.code)) from None

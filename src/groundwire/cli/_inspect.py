@@ -2,8 +2,9 @@
 
 For each trace: its service, the dialects its spans are written in, the retrieval spans, each turn
 root with where the query, contexts and answer were read (dialect and attribute), and, for a
-trace that gave no turn, why. Exit codes as `rescore` (cli/_exit.py): 0 turns found, 3 some
-records unreadable, 4 nothing readable, 5 spans but no turn, 2 bad arguments.
+trace that gave no turn, why. Exit codes as `rescore`, decided by the same function
+(`groundwire.cli._outcome.code_for`): 0 turns found, 3 some records unreadable, 4 nothing
+readable, 5 no turn (0 with `--allow-empty`), 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from groundwire.assembly import (
     has_content,
 )
 from groundwire.cli._app import app, console, err_console
-from groundwire.cli._exit import ExitCode
+from groundwire.cli._exit import ExitCode, help_epilog
+from groundwire.cli._outcome import code_for
 from groundwire.offline.readers import FORMATS, Problems, ReadStats, read_spans
 
 __all__ = ["inspect_command"]
@@ -112,7 +114,7 @@ def _read(
     return spans, logs, stats
 
 
-@app.command("inspect")
+@app.command("inspect", epilog=help_epilog("inspect"))
 def inspect_command(
     path: Annotated[
         Path,
@@ -128,6 +130,10 @@ def inspect_command(
         str | None,
         typer.Option("--format", help=f"Input format ({', '.join(FORMATS)}); detected if omitted."),
     ] = None,
+    allow_empty: Annotated[
+        bool,
+        typer.Option("--allow-empty", help="Exit 0, not 5, when the file holds no RAG turn."),
+    ] = False,
 ) -> None:
     """Show how each trace in a file assembles into turns, where each part was read, and why a
     trace gave no turn."""
@@ -174,12 +180,9 @@ def inspect_command(
         )
         for line in diagnoses.lines():
             console.print(f"[yellow]no turn:[/] {escape(line)}", highlight=False, soft_wrap=True)
-    if not spans:
-        if wanted is not None and stats.spans:
-            err_console.print(f"[red]error:[/] no span of trace {wanted} in {escape(str(path))}")
-            raise typer.Exit(ExitCode.BAD_ARGUMENTS)
-        raise typer.Exit(ExitCode.NOTHING_READABLE)
-    if not turns:
-        raise typer.Exit(ExitCode.NO_TURNS)
-    if stats.bad_records:
-        raise typer.Exit(ExitCode.PARTIAL_INPUT)
+    if not spans and wanted is not None and stats.spans:
+        err_console.print(f"[red]error:[/] no span of trace {wanted} in {escape(str(path))}")
+        raise typer.Exit(ExitCode.BAD_ARGUMENTS)
+    damaged = stats.bad_records + stats.damaged_files
+    code = code_for(spans=len(spans), damaged=damaged, turns=turns, allow_empty=allow_empty)
+    raise typer.Exit(int(code))

@@ -1,8 +1,9 @@
 """A run's summary -> its exit code and the line explaining it: the one place this is decided.
 
-Order, first match wins (see `ExitCode`): INTERRUPTED, NOTHING_READABLE, NO_TURNS,
-ALL_EVALUATIONS_FAILED, EXPORT_FAILED, PARTIAL_INPUT, OK.
-BAD_ARGUMENTS is decided before a run starts.
+`rescore` and `inspect` both decide through `code_for`, so the same input exits the same way.
+Order, first match wins (`groundwire.cli._exit.PRECEDENCE`): INTERRUPTED, NOTHING_READABLE,
+NO_TURNS, ALL_EVALUATIONS_FAILED, EXPORT_FAILED, PARTIAL_INPUT, OK. BAD_ARGUMENTS is decided
+before a run starts.
 """
 
 from __future__ import annotations
@@ -10,25 +11,48 @@ from __future__ import annotations
 from groundwire.cli._exit import ExitCode
 from groundwire.offline.rescore import RescoreSummary
 
-__all__ = ["exit_code", "explain"]
+__all__ = ["code_for", "exit_code", "explain"]
+
+
+def code_for(
+    *,
+    spans: int,
+    damaged: int,
+    turns: int,
+    allow_empty: bool = False,
+    interrupted: bool = False,
+    evaluations: int = 0,
+    evaluations_failed: int = 0,
+    export_failed: bool = False,
+) -> ExitCode:
+    """The exit code for what a run read and did; `inspect` passes what it read, no evaluation."""
+    if interrupted:
+        return ExitCode.INTERRUPTED
+    if spans == 0 and damaged > 0:
+        return ExitCode.NOTHING_READABLE
+    if turns == 0 and not allow_empty:
+        return ExitCode.NO_TURNS
+    if evaluations > 0 and evaluations_failed == evaluations:
+        return ExitCode.ALL_EVALUATIONS_FAILED
+    if export_failed:
+        return ExitCode.EXPORT_FAILED
+    if damaged > 0:
+        return ExitCode.PARTIAL_INPUT
+    return ExitCode.OK
 
 
 def exit_code(summary: RescoreSummary, *, allow_empty: bool = False) -> ExitCode:
     """The exit code that says what the run did (see the table in `groundwire.cli._exit`)."""
-    read = summary.read
-    if summary.interrupted:
-        return ExitCode.INTERRUPTED
-    if read.spans == 0 and summary.damaged_inputs > 0:
-        return ExitCode.NOTHING_READABLE
-    if summary.turns_read == 0 and not allow_empty:
-        return ExitCode.NO_TURNS
-    if summary.evaluations > 0 and summary.evaluations_failed == summary.evaluations:
-        return ExitCode.ALL_EVALUATIONS_FAILED
-    if summary.export is not None and summary.export.failed:
-        return ExitCode.EXPORT_FAILED
-    if summary.damaged_inputs > 0:
-        return ExitCode.PARTIAL_INPUT
-    return ExitCode.OK
+    return code_for(
+        spans=summary.read.spans,
+        damaged=summary.damaged_inputs,
+        turns=summary.turns_read,
+        allow_empty=allow_empty,
+        interrupted=summary.interrupted,
+        evaluations=summary.evaluations,
+        evaluations_failed=summary.evaluations_failed,
+        export_failed=summary.export is not None and summary.export.failed,
+    )
 
 
 def explain(summary: RescoreSummary, code: ExitCode) -> str | None:

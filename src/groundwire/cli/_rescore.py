@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import inspect
-import json
 import os
-import re
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any, Final
-from urllib.parse import urlsplit
 
 import typer
 from rich.markup import escape
@@ -24,15 +19,15 @@ from rich.progress import (
 from rich.table import Table
 from typer.core import TyperCommand
 
-from groundwire._registry import ENTRY_POINT_GROUP, available_evaluators, resolve_evaluators
 from groundwire.cli._app import app, console, err_console
 from groundwire.cli._errors import CliError, bad_argument, guarded, nearest
-from groundwire.cli._exit import ExitCode
+from groundwire.cli._exit import ExitCode, help_epilog
 from groundwire.cli._outcome import exit_code, explain
+from groundwire.cli._rescore_args import check_paths, endpoint, evaluator_names, evaluator_options
+from groundwire.cli._rescore_args import evaluators as build_evaluators
 from groundwire.offline.ray_engine import RayEngineError
 from groundwire.offline.readers import FORMATS, BadRecordError
 from groundwire.offline.rescore import RescoreSummary, rescore
-from groundwire.offline.writers import check_output_paths, output_suffix
 
 _EXPORT_OTLP: Final = "--export-otlp"
 _FROM_ENV: Final = "env"
@@ -55,123 +50,14 @@ class _OptionalValueCommand(TyperCommand):
         return super().parse_args(ctx, fixed)
 
 
-def _names(values: list[str]) -> list[str]:
-    """Evaluator names from repeated and comma-separated `--evaluators` values."""
-    return [name.strip() for value in values for name in value.split(",") if name.strip()]
-
-
-def _options(raw: str | None) -> dict[str, dict[str, Any]]:
-    """`--options` JSON (inline or @file) as evaluator name -> keyword arguments."""
-    if raw is None:
-        return {}
-    text = raw
-    if raw.startswith("@"):
-        try:
-            text = Path(raw[1:]).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            bad_argument(
-                f"--options: cannot read {raw[1:]!r}: {getattr(error, 'strerror', None) or error}"
-            )
-    try:
-        options = json.loads(text)
-    except json.JSONDecodeError as error:
-        bad_argument(f"--options: not valid JSON: {error}")
-    if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
-        bad_argument(
-            "--options: expected a JSON object of evaluator name -> options, e.g. "
-            '\'{"quote_verification": {"embedder": null}}\''
-        )
-    return options
-
-
-def _evaluators(names: list[str], extra: dict[str, dict[str, Any]]) -> list[Any]:
-    """Build the evaluators once, so an unknown name or a bad option is a bad argument."""
-    if not names:
-        bad_argument(
-            "--evaluators: give at least one evaluator name (groundwire evaluators lists them)"
-        )
-    known = available_evaluators()
-    for name in names:
-        if name not in known:
-            bad_argument(
-                f"--evaluators: unknown evaluator {name!r}{nearest(name, known)}; "
-                f"known: {', '.join(known)}"
-            )
-    unknown = sorted(set(extra) - set(names))
-    if unknown:
-        bad_argument(f"--options: options given for evaluators not selected: {unknown}")
-    built = []
-    for name in names:
-        try:
-            built.append(resolve_evaluators({name: extra.get(name, {})})[0])
-        except TypeError as error:
-            hint = _keyword_hint(name, str(error))
-            bad_argument(f"--options: bad options for evaluator {name!r}: {error}{hint}")
-        except ValueError as error:
-            bad_argument(f"evaluator {name!r}: {error}")
-        except ImportError as error:
-            bad_argument(f"evaluator {name!r} cannot be used: {error}")
-    return built
-
-
-def _keyword_hint(name: str, message: str) -> str:
-    """For "unexpected keyword argument 'x'": the nearest keyword the evaluator accepts."""
-    match = re.search(r"unexpected keyword argument '(\w+)'", message)
-    factory = next((ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name), None)
-    if match is None or factory is None:
-        return ""
-    try:
-        parameters = inspect.signature(factory.load()).parameters
-    except (TypeError, ValueError, ImportError):
-        return ""
-    accepted = [p for p, spec in parameters.items() if spec.kind is spec.KEYWORD_ONLY]
-    accepted += [p for p, spec in parameters.items() if spec.kind is spec.POSITIONAL_OR_KEYWORD]
-    return nearest(match.group(1), accepted) + (
-        f"; accepted: {', '.join(accepted)}" if accepted else ""
-    )
-
-
-def _endpoint(value: str) -> str:
-    """A checked `--export-otlp` endpoint: http(s)://host[:port][/path], or host:port (gRPC)."""
-    parsed = urlsplit(value if "://" in value else f"grpc://{value}")
-    try:
-        port = parsed.port
-    except ValueError:
-        port = -1
-    ok = parsed.scheme in ("http", "https", "grpc") and bool(parsed.hostname) and port != -1
-    if not ok or (parsed.scheme == "grpc" and (port is None or parsed.path not in ("", "/"))):
-        bad_argument(
-            f"--export-otlp: {value!r} is not an OTLP endpoint; expected http(s)://host[:port] "
-            "(OTLP/HTTP) or host:port (gRPC)"
-        )
-    return value
-
-
-def _is_phoenix(path: Path) -> bool:
-    """True for a `phoenix://` input (a URL, not a file; Path folds its `//`)."""
-    if ":/" not in os.fspath(path):
-        return False
-    from groundwire.phoenix._cli import looks_like_phoenix
-
-    return looks_like_phoenix([path])
-
-
-def _check_paths(paths: list[Path], expected: Path | None, out: Path) -> None:
-    """Inputs must exist; OUT must have a known format and not be an input (nothing opened yet)."""
-    paths = [path for path in paths if not _is_phoenix(path)]
-    for path in paths:
-        if not path.exists():
-            bad_argument(f"trace file {path} does not exist")
-    if expected is not None and not expected.is_file():
-        bad_argument(f"--expected: {expected} is not a file")
-    try:
-        inputs = [("trace file", path) for path in paths]
-        if expected is not None:
-            inputs.append(("--expected file", expected))
-        check_output_paths([("--out", out)], inputs)
-        output_suffix(out)
-    except ValueError as error:
-        bad_argument(str(error))
+def _progress(summary: RescoreSummary) -> str:
+    """The progress bar's words: turns scored and their rate, unless no evaluation ran at all."""
+    tallies = summary.tallies.values()
+    ran = sum(t.scored + t.not_applicable + t.failed for t in tallies)
+    if summary.turns_scored and not ran and any(t.skipped for t in tallies):
+        return f"{summary.turns_scored} turns read, every evaluation skipped"
+    rate = summary.turns_scored / summary.elapsed_s if summary.elapsed_s else 0.0
+    return f"{summary.turns_scored} turns scored ({rate:.1f}/s)"
 
 
 def _summary_table(summary: RescoreSummary) -> Table:
@@ -186,7 +72,7 @@ def _summary_table(summary: RescoreSummary) -> Table:
     return table
 
 
-@app.command("rescore", cls=_OptionalValueCommand)
+@app.command("rescore", cls=_OptionalValueCommand, epilog=help_epilog("rescore"))
 @guarded
 def rescore_command(
     paths: Annotated[
@@ -297,27 +183,23 @@ def rescore_command(
         ),
     ] = None,
 ) -> None:
-    """Re-score RAG turns recorded in trace files and write the results to OUT.
-
-    Exit codes: 0 ok, 1 internal error or nothing exported, 2 bad arguments, 3 partial input,
-    4 nothing readable, 5 no turns, 6 every evaluation failed or skipped, 130 interrupted.
-    """
+    """Re-score RAG turns recorded in trace files and write the results to OUT."""
     from groundwire.offline._pipeline import WindowOptions
 
     if fmt is not None and fmt not in FORMATS:
         bad_argument(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}{nearest(fmt, FORMATS)}")
     if engine not in ("local", "ray"):
         bad_argument(f"--engine: {engine!r} is not local or ray")
-    names = _names(evaluators)
-    extra = _options(options)
-    built = _evaluators(names, extra)
-    _check_paths(paths, expected, out)
+    names = evaluator_names(evaluators)
+    extra = evaluator_options(options)
+    built = build_evaluators(names, extra)
+    check_paths(paths, expected, out)
     spec: Any = {name: extra.get(name, {}) for name in names}
     if workers == 1 and engine == "local":
         spec = built
     export: bool | str = False
     if export_otlp is not None:
-        export = True if export_otlp in (_FROM_ENV, "") else _endpoint(export_otlp)
+        export = True if export_otlp in (_FROM_ENV, "") else endpoint(export_otlp)
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -334,13 +216,9 @@ def rescore_command(
 
     def on_progress(summary: RescoreSummary) -> None:
         """Move the bar to the bytes read; show turns scored and their rate."""
-        rate = summary.turns_scored / summary.elapsed_s if summary.elapsed_s else 0.0
         total = (summary.total_bytes or None) if engine == "local" else None
         progress.update(
-            task,
-            total=total,
-            completed=summary.read.bytes_read,
-            description=f"{summary.turns_scored} turns scored ({rate:.1f}/s)",
+            task, total=total, completed=summary.read.bytes_read, description=_progress(summary)
         )
 
     def on_problem(text: str) -> None:
@@ -370,7 +248,7 @@ def rescore_command(
                     trace_ids=phoenix_trace_id or [], page_size=phoenix_page_size,
                 )  # fmt: skip
             except ValueError as error:
-                raise typer.BadParameter(str(error)) from None
+                bad_argument(str(error))
             run = phoenix.rescore
     try:
         with progress:

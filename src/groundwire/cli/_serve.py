@@ -6,15 +6,27 @@ import asyncio
 import json
 import logging
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from groundwire.cli._app import app, err_console
-from groundwire.cli._exit import ExitCode
+from groundwire.cli._app import app
+from groundwire.cli._console import print_error
+from groundwire.cli._exit import ExitCode, help_epilog
 
 _FLAG_NAMES = {"grpc_listen": "--grpc", "evaluators": "--evaluators"}
+
+
+class LogLevel(StrEnum):
+    """The `--log-level` values: checked while the arguments are parsed, so `--print-config`
+    refuses a bad one too (exit 2, one line) instead of the logging module raising later."""
+
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
 
 
 def _setup_logging(level: str) -> None:
@@ -27,7 +39,7 @@ def _setup_logging(level: str) -> None:
     root.propagate = False
 
 
-@app.command("serve")
+@app.command("serve", epilog=help_epilog("serve"))
 def serve_command(
     forward: Annotated[
         str | None,
@@ -38,7 +50,7 @@ def serve_command(
     ] = None,
     listen: Annotated[
         str | None,
-        typer.Option("--listen", help="OTLP/HTTP address [default: 127.0.0.1:4318]."),
+        typer.Option("--listen", help="OTLP/HTTP address (default 127.0.0.1:4318)."),
     ] = None,
     grpc_listen: Annotated[
         str | None, typer.Option("--grpc", help="OTLP/gRPC address (off unless given).")
@@ -75,7 +87,10 @@ def serve_command(
     print_config: Annotated[
         bool, typer.Option("--print-config", help="Print the resolved options and exit.")
     ] = False,
-    log_level: Annotated[str, typer.Option("--log-level", help="info, warning, debug.")] = "info",
+    log_level: Annotated[
+        LogLevel,
+        typer.Option("--log-level", case_sensitive=False, help="Gateway log records shown."),
+    ] = LogLevel.INFO,
 ) -> None:
     """Receive OTLP from any app, forward it unchanged, and add evaluation results.
 
@@ -103,24 +118,27 @@ def serve_command(
     try:
         resolved = load_config(path=config, flags=flags, flag_names=_FLAG_NAMES)
     except ConfigError as error:
-        err_console.print(f"[red]error:[/red] {error}", markup=True, highlight=False)
+        print_error(str(error))
         raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None
     if print_config:
         typer.echo(json.dumps(resolved.redacted(), indent=2, default=str))
         raise typer.Exit(ExitCode.OK)
-    _setup_logging(log_level)
+    _setup_logging(log_level.value)
     try:
         gateway = Gateway(resolved)
     except (ValueError, TypeError, ImportError) as error:
-        err_console.print(f"[red]error:[/red] {error}", markup=True, highlight=False)
+        print_error(str(error))
         raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None
     try:
         report = asyncio.run(gateway.run())
     except OSError as error:
-        err_console.print(f"[red]error:[/red] cannot listen: {error}", highlight=False)
+        print_error(f"cannot listen: {error}")
         raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None
     except Exception as error:
         logging.getLogger("groundwire.gateway").debug("internal error", exc_info=True)
-        err_console.print(f"[red]internal error:[/red] {type(error).__name__}: {error}")
+        print_error(
+            f"internal error (a bug in groundwire; please report it): {type(error).__name__}: "
+            f"{error}"
+        )
         raise typer.Exit(ExitCode.INTERNAL_ERROR) from None
     raise typer.Exit(ExitCode.OK if report.clean else ExitCode.INTERRUPTED)

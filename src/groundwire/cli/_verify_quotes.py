@@ -2,7 +2,7 @@
 
 The quotes file is a JSON list of strings when its name ends in `.json`, otherwise one quote per
 line (blank lines skipped). Each document is a UTF-8 text file named by its stem; a directory
-stands for its `*.txt` and `*.md` files in name order.
+stands for its `*.txt` and `*.md` files in name order, never the quotes file or an output.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 from groundwire.cli._app import app, console, err_console
 from groundwire.cli._errors import bad_argument, guarded
+from groundwire.cli._exit import help_epilog
 from groundwire.offline._results import dumps_strict
 from groundwire.offline.writers import OutputTarget, check_output_paths
 
@@ -52,27 +53,48 @@ def read_quotes(path: Path) -> list[str]:
     return [line.strip() for line in raw.splitlines() if line.strip()]
 
 
-def _document_files(paths: list[Path]) -> list[Path]:
-    """The files the --docs paths stand for (a directory: its .txt and .md files)."""
+def _same_file(a: Path, b: Path) -> bool:
+    """True when `a` and `b` name one file (links and relative paths seen through)."""
+    try:
+        return a.samefile(b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def document_files(paths: list[Path], *, quotes: Path, outputs: list[Path]) -> list[Path]:
+    """The files the --docs paths stand for (a directory: its .txt and .md files).
+
+    The quotes file and the outputs are never documents: a directory's listing leaves them out
+    (a quote would otherwise be found verbatim in its own file and reported verified), and the
+    quotes file named as a document is an error.
+    """
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix.lower() in _DOC_SUFFIXES)
+            found = sorted(
+                child
+                for child in path.iterdir()
+                if child.suffix.lower() in _DOC_SUFFIXES
+                and child.is_file()
+                and not any(_same_file(child, other) for other in (quotes, *outputs))
+            )
             if not found:
                 raise InputError(f"directory {path} has no .txt or .md files")
             files.extend(found)
         elif path.is_file():
+            if _same_file(path, quotes):
+                raise InputError(f"the quotes file {path} cannot also be a document")
             files.append(path)
         else:
             raise InputError(f"document {path} does not exist")
     return files
 
 
-def read_documents(paths: list[Path]) -> dict[str, str]:
+def read_documents(files: list[Path]) -> dict[str, str]:
     """Documents by file stem, in the order given; two files with one stem are an error."""
     documents: dict[str, str] = {}
     origin: dict[str, Path] = {}
-    for path in _document_files(paths):
+    for path in files:
         if path.stem in documents:
             raise InputError(f"documents {origin[path.stem]} and {path} have the same name")
         try:
@@ -109,14 +131,11 @@ def _number(value: float | None, digits: int = 2) -> str:
     return ">999" if value > 999 else f"{value:.{digits}f}"
 
 
-def _check_outputs(quotes: Path, docs: list[Path], xlsx: Path | None, csv: Path | None) -> None:
+def _check_outputs(quotes: Path, files: list[Path], xlsx: Path | None, csv: Path | None) -> None:
     """Refuse an output that is the quotes file, a document or the other output (exit 2)."""
     outputs = [(flag, path) for flag, path in (("--xlsx", xlsx), ("--csv", csv)) if path]
     inputs: list[tuple[str, Path]] = [("--quotes file", quotes)]
-    for path in docs:
-        inputs.append(("document", path))
-        if path.is_dir():
-            inputs.extend(("document", child) for child in path.iterdir())
+    inputs.extend(("document", path) for path in files)
     try:
         check_output_paths(outputs, inputs)
     except ValueError as error:
@@ -135,7 +154,7 @@ def _write_safely(path: Path, write: Callable[[Path], None]) -> None:
     target.commit()
 
 
-@app.command("verify-quotes")
+@app.command("verify-quotes", epilog=help_epilog("verify-quotes"))
 @guarded
 def verify_quotes_command(
     quotes: Annotated[
@@ -176,7 +195,7 @@ def verify_quotes_command(
 
     The quotes file holds one quote per line, or a JSON list of strings when its name ends in
     .json. Each document is a UTF-8 text file named by its stem; a directory stands for its .txt
-    and .md files. Exit status 2 on bad input.
+    and .md files (never the quotes file or an output). Exit status 2 on bad input.
     """
     from groundwire.embeddings import DEFAULT_EMBEDDER
     from groundwire.evaluators.quote_verification import (
@@ -186,12 +205,17 @@ def verify_quotes_command(
         write_stats_csv,
     )
 
-    _check_outputs(quotes, [*docs, *(more_docs or [])], xlsx, csv)
+    outputs = [path for path in (xlsx, csv) if path is not None]
+    try:
+        files = document_files([*docs, *(more_docs or [])], quotes=quotes, outputs=outputs)
+    except InputError as error:
+        bad_argument(str(error))
+    _check_outputs(quotes, files, xlsx, csv)
     if xlsx is not None and xlsx.suffix.lower() != ".xlsx":
         bad_argument(f"--xlsx: {xlsx} should end in .xlsx (Excel would not open it otherwise)")
     try:
         quote_list = read_quotes(quotes)
-        documents = read_documents([*docs, *(more_docs or [])])
+        documents = read_documents(files)
         rows = verify_quotes(
             quote_list,
             documents,

@@ -129,7 +129,21 @@ def _last_line_end(path: Path) -> int:
     return 0
 
 
-def _resume_jsonl(path: Path, state: ResumeState) -> None:
+def _check_jsonl_evaluators(
+    path: Path, number: int, scores: object, evaluators: Sequence[str] | None
+) -> None:
+    """A line must score this run's evaluators (in any order): appending other ones would mix
+    two runs in OUT, and every turn would be skipped as done without its new scores."""
+    if not isinstance(scores, dict):
+        raise ResumeError(f"{path}:{number}: no 'scores' object; not a groundwire result line")
+    if evaluators is not None and set(scores) != set(evaluators):
+        raise ResumeError(
+            f"{path}:{number}: its evaluators ({', '.join(scores)}) are not this run's "
+            f"({', '.join(evaluators)}): resume with the same evaluators, or write a new output"
+        )
+
+
+def _resume_jsonl(path: Path, evaluators: Sequence[str] | None, state: ResumeState) -> None:
     """Keys of the complete lines; a last line without its newline is torn."""
     end = _last_line_end(path)
     if end < path.stat().st_size:
@@ -148,6 +162,7 @@ def _resume_jsonl(path: Path, state: ResumeState) -> None:
                 ) from None
             if not all(isinstance(part, str | None) for part in key):
                 raise ResumeError(f"{path}:{number}: trace_id and span_id must be strings")
+            _check_jsonl_evaluators(path, number, record.get("scores"), evaluators)
             if _skipped_for_retry(record.get("details")):
                 retried.add(number)
                 continue
@@ -332,7 +347,8 @@ def resume_state(
 ) -> ResumeState:
     """Prepare OUT for `--resume`: adopt a partial file, drop a torn last record, read the keys.
 
-    `evaluators`, when given, must match OUT's columns (.csv, .parquet). A `.jsonl`/`.csv`
+    `evaluators`, when given, must be the ones OUT was scored with (its columns for .csv and
+    .parquet, in order; each line's `scores` for .jsonl, in any order). A `.jsonl`/`.csv`
     partial file (`scores.partial.jsonl`) left by a run that did not finish is adopted as OUT when
     OUT does not exist. Raises `ResumeError` for a file that is not a groundwire output.
     """
@@ -361,7 +377,7 @@ def resume_state(
     if suffix == ".csv":
         _resume_csv(out, evaluators, state)
     else:
-        _resume_jsonl(out, state)
+        _resume_jsonl(out, evaluators, state)
     return state
 
 

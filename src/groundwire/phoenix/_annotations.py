@@ -5,6 +5,10 @@ metadata, identifier}` (Phoenix's `SpanAnnotationData`). Phoenix keeps one annot
 name and identifier, so posting the same identifier again (a re-run) updates it in place.
 `AnnotationWriter` buffers them, posts in batches (`?sync=true`, retried by the client) and
 counts what was stored and what failed; a failed batch is reported and the run goes on.
+
+A score that is no verdict (an evaluation skipped, e.g. no judge configured, or one that failed,
+NaN) is not written: since a re-run updates in place, writing it would replace the real score
+an earlier run stored with an empty one. It is counted as withheld.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from groundwire import semconv
 from groundwire._types import Score
 from groundwire.offline._results import TurnResult, json_safe
 from groundwire.phoenix._client import PhoenixClient, PhoenixError
@@ -36,6 +41,18 @@ FAILED_LABEL: Final = "error"
 """The label of an annotation whose evaluator ran but could not compute a score."""
 NOT_APPLICABLE_LABEL: Final = "not_applicable"
 """The label of an annotation whose evaluator does not apply and gave no label of its own."""
+
+
+def is_verdict(score: Score) -> bool:
+    """False for a score that says nothing about the turn: skipped, or failed (NaN)."""
+    if score.value is None:
+        return score.label != semconv.LABEL_SKIPPED
+    return not math.isnan(score.value)
+
+
+def is_verdict_attribute(score: object, label: object) -> bool:
+    """`is_verdict` for an evaluation read back from span attributes (no score when NaN)."""
+    return score is not None or label not in (semconv.LABEL_SKIPPED, FAILED_LABEL)
 
 
 def annotation_for(
@@ -83,6 +100,9 @@ class AnnotationStats:
     """Annotations in batches that failed after every retry."""
     skipped: int = 0
     """Scores with no span to attach to (a turn without a span id)."""
+    withheld: int = 0
+    """Scores not written because they are no verdict (skipped or failed): an annotation an
+    earlier run wrote for that span and evaluator is kept."""
     errors: list[str] = field(default_factory=list)
     """The first few failures' messages."""
 
@@ -91,6 +111,11 @@ class AnnotationStats:
         text = f"Phoenix annotations: {self.sent} written, {self.failed} failed"
         if self.skipped:
             text += f", {self.skipped} skipped (turn without a span id)"
+        if self.withheld:
+            text += (
+                f", {self.withheld} not written (evaluation skipped or failed; an earlier "
+                "annotation stays)"
+            )
         return text
 
 
@@ -126,6 +151,9 @@ class AnnotationWriter:
                 self.stats.skipped += len(result.scores)
                 continue
             for name, score in result.scores.items():
+                if not is_verdict(score):
+                    self.stats.withheld += 1
+                    continue
                 self._buffer.append(
                     annotation_for(
                         span_id, score, identifier=self.identifier, kind=self.kinds.get(name)

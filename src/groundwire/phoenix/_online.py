@@ -28,6 +28,7 @@ from groundwire.phoenix._annotations import (
     DEFAULT_IDENTIFIER,
     JUDGE_EVALUATORS,
     AnnotationStats,
+    is_verdict_attribute,
 )
 from groundwire.phoenix._client import PhoenixClient, PhoenixError, PhoenixNotFoundError
 
@@ -60,6 +61,9 @@ def _annotations(span: ReadableSpan, identifier: str) -> list[dict[str, Any]]:
                 ("explanation", semconv.EVALUATION_EXPLANATION),
             )
         }
+        index += 1
+        if not is_verdict_attribute(field["score"], field["label"]):
+            continue  # skipped or failed: never replace an annotation a real score wrote
         if field["score"] is None and field["label"] is None:
             field["label"] = "not_applicable"
         found.append(
@@ -72,7 +76,6 @@ def _annotations(span: ReadableSpan, identifier: str) -> list[dict[str, Any]]:
                 "identifier": identifier,
             }
         )
-        index += 1
 
 
 class PhoenixAnnotationProcessor(SpanProcessor):

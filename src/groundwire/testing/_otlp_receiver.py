@@ -1,11 +1,12 @@
 """Real OTLP receivers on loopback that decode what crossed the wire, for assertions in tests.
 
-`OtlpHttpReceiver` is an HTTP server accepting OTLP/HTTP protobuf posts on `/v1/traces`,
-`/v1/metrics` and `/v1/logs` (gzip or deflate bodies too); `OtlpGrpcReceiver` is a `grpc` server
-implementing the OTLP trace, metrics and logs services. Both decode with `opentelemetry-proto`
-into plain frozen records (`ReceivedSpan`, `ReceivedMetricPoint`, `ReceivedLogRecord`) with hex
-ids and Python attribute values. The HTTP one can play a slow or failing collector (`delay_s`,
-`status`).
+`OtlpHttpReceiver` is an HTTP server accepting OTLP/HTTP posts on `/v1/traces`, `/v1/metrics`
+and `/v1/logs`, protobuf or OTLP/JSON (`Content-Type: application/json`, as the gateway forwards
+JSON it received), gzip or deflate bodies too; a body it cannot decode is answered 400.
+`OtlpGrpcReceiver` is a `grpc` server implementing the OTLP trace, metrics and logs services.
+Both decode with `opentelemetry-proto` into plain frozen records (`ReceivedSpan`,
+`ReceivedMetricPoint`, `ReceivedLogRecord`) with hex ids and Python attribute values. The HTTP
+one can play a slow or failing collector (`delay_s`, `status`).
 
 ```python
 with OtlpHttpReceiver() as receiver:
@@ -21,13 +22,13 @@ import gzip
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from concurrent import futures
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 import grpc  # type: ignore[import-untyped]
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.logs.v1 import (
     logs_service_pb2,
     logs_service_pb2_grpc,
@@ -41,6 +42,18 @@ from opentelemetry.proto.collector.trace.v1 import (
     trace_service_pb2_grpc,
 )
 
+from groundwire.exporters import from_otlp_json
+from groundwire.testing._otlp_decode import (
+    ReceivedEvent,
+    ReceivedLink,
+    ReceivedLogRecord,
+    ReceivedMetricPoint,
+    ReceivedSpan,
+    decode_log_records,
+    decode_metric_points,
+    decode_spans,
+)
+
 __all__ = [
     "OtlpGrpcReceiver",
     "OtlpHttpReceiver",
@@ -49,217 +62,10 @@ __all__ = [
     "ReceivedLogRecord",
     "ReceivedMetricPoint",
     "ReceivedSpan",
+    "decode_log_records",
+    "decode_metric_points",
+    "decode_spans",
 ]
-
-
-def _any_value(value: Any) -> Any:
-    """An OTLP AnyValue as a Python value."""
-    kind = value.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "array_value":
-        return tuple(_any_value(item) for item in value.array_value.values)
-    if kind == "kvlist_value":
-        return _attributes(value.kvlist_value.values)
-    return getattr(value, kind)
-
-
-def _attributes(pairs: Iterable[Any]) -> dict[str, Any]:
-    """OTLP key-values as a dict."""
-    return {pair.key: _any_value(pair.value) for pair in pairs}
-
-
-def _hex(raw: bytes) -> str | None:
-    """Bytes as hex, or None when empty."""
-    return raw.hex() if raw else None
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedEvent:
-    """A span event as received."""
-
-    name: str
-    attributes: Mapping[str, Any]
-    time_unix_nano: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedLink:
-    """A span link as received (hex ids)."""
-
-    trace_id: str
-    span_id: str
-    attributes: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedSpan:
-    """A span as received: hex ids, decoded attributes, its resource and scope."""
-
-    trace_id: str
-    span_id: str
-    parent_span_id: str | None
-    name: str
-    kind: int
-    start_time_unix_nano: int
-    end_time_unix_nano: int
-    attributes: Mapping[str, Any]
-    events: tuple[ReceivedEvent, ...]
-    links: tuple[ReceivedLink, ...]
-    status_code: int
-    resource: Mapping[str, Any]
-    scope: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedMetricPoint:
-    """One data point of a received metric; histogram fields are empty for sums and gauges."""
-
-    name: str
-    unit: str
-    kind: str
-    """`sum`, `gauge` or `histogram`."""
-    attributes: Mapping[str, Any]
-    value: float | None
-    count: int | None
-    sum: float | None
-    bucket_counts: tuple[int, ...]
-    explicit_bounds: tuple[float, ...]
-    resource: Mapping[str, Any]
-    scope: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReceivedLogRecord:
-    """A log record (a log-based event when `event_name` is set) as received: hex ids."""
-
-    event_name: str
-    """OTLP `event_name`; empty for a plain log."""
-    trace_id: str | None
-    span_id: str | None
-    severity_number: int
-    severity_text: str
-    attributes: Mapping[str, Any]
-    body: Any
-    """The decoded AnyValue (None when absent)."""
-    time_unix_nano: int
-    resource: Mapping[str, Any]
-    scope: str
-
-
-def _link(link: Any) -> ReceivedLink:
-    """A decoded span link."""
-    return ReceivedLink(link.trace_id.hex(), link.span_id.hex(), _attributes(link.attributes))
-
-
-def decode_spans(request: Any) -> list[ReceivedSpan]:
-    """The spans of an `ExportTraceServiceRequest`."""
-    spans: list[ReceivedSpan] = []
-    for resource_spans in request.resource_spans:
-        resource = _attributes(resource_spans.resource.attributes)
-        for scope_spans in resource_spans.scope_spans:
-            for span in scope_spans.spans:
-                spans.append(
-                    ReceivedSpan(
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        parent_span_id=_hex(span.parent_span_id),
-                        name=span.name,
-                        kind=span.kind,
-                        start_time_unix_nano=span.start_time_unix_nano,
-                        end_time_unix_nano=span.end_time_unix_nano,
-                        attributes=_attributes(span.attributes),
-                        events=tuple(
-                            ReceivedEvent(e.name, _attributes(e.attributes), e.time_unix_nano)
-                            for e in span.events
-                        ),
-                        links=tuple(
-                            ReceivedLink(
-                                link.trace_id.hex(),
-                                link.span_id.hex(),
-                                _attributes(link.attributes),
-                            )
-                            for link in span.links
-                        ),
-                        status_code=span.status.code,
-                        resource=resource,
-                        scope=scope_spans.scope.name,
-                    )
-                )
-    return spans
-
-
-def decode_log_records(request: Any) -> list[ReceivedLogRecord]:
-    """The log records of an `ExportLogsServiceRequest`."""
-    records: list[ReceivedLogRecord] = []
-    for resource_logs in request.resource_logs:
-        resource = _attributes(resource_logs.resource.attributes)
-        for scope_logs in resource_logs.scope_logs:
-            for record in scope_logs.log_records:
-                records.append(
-                    ReceivedLogRecord(
-                        event_name=record.event_name,
-                        trace_id=_hex(record.trace_id),
-                        span_id=_hex(record.span_id),
-                        severity_number=record.severity_number,
-                        severity_text=record.severity_text,
-                        attributes=_attributes(record.attributes),
-                        body=_any_value(record.body) if record.HasField("body") else None,
-                        time_unix_nano=record.time_unix_nano,
-                        resource=resource,
-                        scope=scope_logs.scope.name,
-                    )
-                )
-    return records
-
-
-def _number(point: Any) -> float | None:
-    """A number data point's value, int or double."""
-    kind = point.WhichOneof("value")
-    return None if kind is None else float(getattr(point, kind))
-
-
-def decode_metric_points(request: Any) -> list[ReceivedMetricPoint]:
-    """The data points of an `ExportMetricsServiceRequest`."""
-    points: list[ReceivedMetricPoint] = []
-    for resource_metrics in request.resource_metrics:
-        resource = _attributes(resource_metrics.resource.attributes)
-        for scope_metrics in resource_metrics.scope_metrics:
-            scope = scope_metrics.scope.name
-            for metric in scope_metrics.metrics:
-                kind = metric.WhichOneof("data")
-                common = {"name": metric.name, "unit": metric.unit, "resource": resource}
-                if kind in ("sum", "gauge"):
-                    for point in getattr(metric, kind).data_points:
-                        points.append(
-                            ReceivedMetricPoint(
-                                kind=kind,
-                                attributes=_attributes(point.attributes),
-                                value=_number(point),
-                                count=None,
-                                sum=None,
-                                bucket_counts=(),
-                                explicit_bounds=(),
-                                scope=scope,
-                                **common,
-                            )
-                        )
-                elif kind == "histogram":
-                    for point in metric.histogram.data_points:
-                        points.append(
-                            ReceivedMetricPoint(
-                                kind=kind,
-                                attributes=_attributes(point.attributes),
-                                value=None,
-                                count=point.count,
-                                sum=point.sum,
-                                bucket_counts=tuple(point.bucket_counts),
-                                explicit_bounds=tuple(point.explicit_bounds),
-                                scope=scope,
-                                **common,
-                            )
-                        )
-    return points
 
 
 class _Collector:
@@ -362,8 +168,43 @@ _PATHS: dict[str, tuple[str, Any, Any]] = {
 }
 
 
+def _media_type(handler: BaseHTTPRequestHandler) -> str:
+    """The request's Content-Type without parameters, lower-cased."""
+    return (handler.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+
+
+def _decoded(handler: BaseHTTPRequestHandler, body: bytes, request: Any, as_json: bool) -> Any:
+    """The request message from a body (gzip or deflate; protobuf or OTLP/JSON); ValueError
+    naming what was wrong."""
+    encoding = (handler.headers.get("Content-Encoding") or "").lower()
+    try:
+        if encoding == "gzip":
+            body = gzip.decompress(body)
+        elif encoding == "deflate":
+            body = zlib.decompress(body)
+    except (OSError, EOFError, zlib.error) as error:
+        raise ValueError(f"cannot decompress the {encoding} body: {error}") from None
+    if as_json:
+        return from_otlp_json(body, request)
+    try:
+        request.ParseFromString(body)
+    except DecodeError as error:
+        raise ValueError(f"not an OTLP protobuf {type(request).__name__}: {error}") from None
+    return request
+
+
+def _answer(handler: BaseHTTPRequestHandler, status: int, body: bytes, media: str) -> None:
+    """Send one response with a body."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", media)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 class OtlpHttpReceiver(_Collector):
-    """An OTLP/HTTP (protobuf) receiver on 127.0.0.1; a context manager that starts and stops.
+    """An OTLP/HTTP receiver (protobuf and JSON) on 127.0.0.1; a context manager that starts and
+    stops.
 
     `delay_s` holds each response (a slow collector); `status` other than 200 answers every post
     with that status and collects nothing (a failing collector). Both may change while running.
@@ -418,25 +259,22 @@ class OtlpHttpReceiver(_Collector):
             handler.send_header("Content-Length", "0")
             handler.end_headers()
             return
-        encoding = (handler.headers.get("Content-Encoding") or "").lower()
-        if encoding == "gzip":
-            body = gzip.decompress(body)
-        elif encoding == "deflate":
-            body = zlib.decompress(body)
-        request = request_type()
-        request.ParseFromString(body)
+        as_json = _media_type(handler) == "application/json"
+        try:
+            request = _decoded(handler, body, request_type(), as_json)
+        except ValueError as error:  # the exporter gets a 400 naming the problem, not a reset
+            _answer(handler, 400, str(error).encode(), "text/plain; charset=utf-8")
+            return
         if signal == "traces":
             self._add_traces(request)
         elif signal == "logs":
             self._add_logs(request)
         else:
             self._add_metrics(request)
-        payload = response_type().SerializeToString()
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/x-protobuf")
-        handler.send_header("Content-Length", str(len(payload)))
-        handler.end_headers()
-        handler.wfile.write(payload)
+        if as_json:
+            _answer(handler, 200, b"{}", "application/json")
+        else:
+            _answer(handler, 200, response_type().SerializeToString(), "application/x-protobuf")
 
     @property
     def port(self) -> int:

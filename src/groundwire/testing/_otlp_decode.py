@@ -1,0 +1,233 @@
+"""OTLP export requests decoded into plain frozen records (hex ids, Python attribute values).
+
+What the test receivers in `_otlp_receiver` keep of each request: `decode_spans`,
+`decode_metric_points` and `decode_log_records` turn an `Export*ServiceRequest` into
+`ReceivedSpan`, `ReceivedMetricPoint` and `ReceivedLogRecord` records to assert on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ReceivedEvent",
+    "ReceivedLink",
+    "ReceivedLogRecord",
+    "ReceivedMetricPoint",
+    "ReceivedSpan",
+    "decode_log_records",
+    "decode_metric_points",
+    "decode_spans",
+]
+
+
+def _any_value(value: Any) -> Any:
+    """An OTLP AnyValue as a Python value."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return tuple(_any_value(item) for item in value.array_value.values)
+    if kind == "kvlist_value":
+        return _attributes(value.kvlist_value.values)
+    return getattr(value, kind)
+
+
+def _attributes(pairs: Iterable[Any]) -> dict[str, Any]:
+    """OTLP key-values as a dict."""
+    return {pair.key: _any_value(pair.value) for pair in pairs}
+
+
+def _hex(raw: bytes) -> str | None:
+    """Bytes as hex, or None when empty."""
+    return raw.hex() if raw else None
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedEvent:
+    """A span event as received."""
+
+    name: str
+    attributes: Mapping[str, Any]
+    time_unix_nano: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedLink:
+    """A span link as received (hex ids)."""
+
+    trace_id: str
+    span_id: str
+    attributes: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedSpan:
+    """A span as received: hex ids, decoded attributes, its resource and scope."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    kind: int
+    start_time_unix_nano: int
+    end_time_unix_nano: int
+    attributes: Mapping[str, Any]
+    events: tuple[ReceivedEvent, ...]
+    links: tuple[ReceivedLink, ...]
+    status_code: int
+    resource: Mapping[str, Any]
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedMetricPoint:
+    """One data point of a received metric; histogram fields are empty for sums and gauges."""
+
+    name: str
+    unit: str
+    kind: str
+    """`sum`, `gauge` or `histogram`."""
+    attributes: Mapping[str, Any]
+    value: float | None
+    count: int | None
+    sum: float | None
+    bucket_counts: tuple[int, ...]
+    explicit_bounds: tuple[float, ...]
+    resource: Mapping[str, Any]
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedLogRecord:
+    """A log record (a log-based event when `event_name` is set) as received: hex ids."""
+
+    event_name: str
+    """OTLP `event_name`; empty for a plain log."""
+    trace_id: str | None
+    span_id: str | None
+    severity_number: int
+    severity_text: str
+    attributes: Mapping[str, Any]
+    body: Any
+    """The decoded AnyValue (None when absent)."""
+    time_unix_nano: int
+    resource: Mapping[str, Any]
+    scope: str
+
+
+def _link(link: Any) -> ReceivedLink:
+    """A decoded span link."""
+    return ReceivedLink(link.trace_id.hex(), link.span_id.hex(), _attributes(link.attributes))
+
+
+def decode_spans(request: Any) -> list[ReceivedSpan]:
+    """The spans of an `ExportTraceServiceRequest`."""
+    spans: list[ReceivedSpan] = []
+    for resource_spans in request.resource_spans:
+        resource = _attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                spans.append(
+                    ReceivedSpan(
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_span_id=_hex(span.parent_span_id),
+                        name=span.name,
+                        kind=span.kind,
+                        start_time_unix_nano=span.start_time_unix_nano,
+                        end_time_unix_nano=span.end_time_unix_nano,
+                        attributes=_attributes(span.attributes),
+                        events=tuple(
+                            ReceivedEvent(e.name, _attributes(e.attributes), e.time_unix_nano)
+                            for e in span.events
+                        ),
+                        links=tuple(
+                            ReceivedLink(
+                                link.trace_id.hex(),
+                                link.span_id.hex(),
+                                _attributes(link.attributes),
+                            )
+                            for link in span.links
+                        ),
+                        status_code=span.status.code,
+                        resource=resource,
+                        scope=scope_spans.scope.name,
+                    )
+                )
+    return spans
+
+
+def decode_log_records(request: Any) -> list[ReceivedLogRecord]:
+    """The log records of an `ExportLogsServiceRequest`."""
+    records: list[ReceivedLogRecord] = []
+    for resource_logs in request.resource_logs:
+        resource = _attributes(resource_logs.resource.attributes)
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                records.append(
+                    ReceivedLogRecord(
+                        event_name=record.event_name,
+                        trace_id=_hex(record.trace_id),
+                        span_id=_hex(record.span_id),
+                        severity_number=record.severity_number,
+                        severity_text=record.severity_text,
+                        attributes=_attributes(record.attributes),
+                        body=_any_value(record.body) if record.HasField("body") else None,
+                        time_unix_nano=record.time_unix_nano,
+                        resource=resource,
+                        scope=scope_logs.scope.name,
+                    )
+                )
+    return records
+
+
+def _number(point: Any) -> float | None:
+    """A number data point's value, int or double."""
+    kind = point.WhichOneof("value")
+    return None if kind is None else float(getattr(point, kind))
+
+
+def decode_metric_points(request: Any) -> list[ReceivedMetricPoint]:
+    """The data points of an `ExportMetricsServiceRequest`."""
+    points: list[ReceivedMetricPoint] = []
+    for resource_metrics in request.resource_metrics:
+        resource = _attributes(resource_metrics.resource.attributes)
+        for scope_metrics in resource_metrics.scope_metrics:
+            scope = scope_metrics.scope.name
+            for metric in scope_metrics.metrics:
+                kind = metric.WhichOneof("data")
+                common = {"name": metric.name, "unit": metric.unit, "resource": resource}
+                if kind in ("sum", "gauge"):
+                    for point in getattr(metric, kind).data_points:
+                        points.append(
+                            ReceivedMetricPoint(
+                                kind=kind,
+                                attributes=_attributes(point.attributes),
+                                value=_number(point),
+                                count=None,
+                                sum=None,
+                                bucket_counts=(),
+                                explicit_bounds=(),
+                                scope=scope,
+                                **common,
+                            )
+                        )
+                elif kind == "histogram":
+                    for point in metric.histogram.data_points:
+                        points.append(
+                            ReceivedMetricPoint(
+                                kind=kind,
+                                attributes=_attributes(point.attributes),
+                                value=None,
+                                count=point.count,
+                                sum=point.sum,
+                                bucket_counts=tuple(point.bucket_counts),
+                                explicit_bounds=tuple(point.explicit_bounds),
+                                scope=scope,
+                                **common,
+                            )
+                        )
+    return points
