@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from groundwire._types import Score
-from groundwire.offline._results import TurnResult, json_safe
+from groundwire.offline import TurnResult, json_safe
 from groundwire.phoenix._client import PhoenixClient, PhoenixError
 
 __all__ = [
