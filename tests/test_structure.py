@@ -1,8 +1,9 @@
-"""Guards the sealing of groundwire's subpackages (DESIGN.md section 2, issue 27 item 5).
+"""Guards the sealing of groundwire's subpackages (docs/structure.md, "The rules").
 
-A subpackage uses another only through what that one exports from its ``__init__`` (or a
-public module): no module outside ``groundwire.X`` may import a private module of ``X`` (a
-dotted path with an underscored part below ``groundwire.X``, at any depth). And no module
+A package uses another only through what that one exports from its ``__init__`` (or a public
+module): a private module (``groundwire.a.b._c``, or anything below it) may be imported only
+from inside the package that holds it (``groundwire.a.b``), at any depth; the root package's
+own private modules (``groundwire._types``...) are the shared core, open to all. And no module
 imports itself back through others: cycles count every import, also the ones inside
 functions, since those only postpone the circle to the first call. Imports under
 ``if TYPE_CHECKING:`` never run and are left out of the cycle check (they still count as
@@ -79,10 +80,12 @@ def _module_names() -> dict[str, Path]:
 
 
 def _is_package(path: Path) -> bool:
+    """True for a package's ``__init__.py``."""
     return path.name == "__init__.py"
 
 
 def _is_type_checking(test: ast.expr) -> bool:
+    """True for the test of ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
     )
