@@ -40,11 +40,19 @@ def env_flag(name: str) -> bool | None:
     raw = env_str(name)
     if raw is None:
         return None
+    flag = _flag(raw)
+    if flag is None:
+        raise ValueError(f"{name} must be one of true/false, 1/0, yes/no, on/off; got {raw!r}")
+    return flag
+
+
+def _flag(raw: str) -> bool | None:
+    """True or False for any spelling of them `env_flag` takes; None for anything else."""
     if raw.lower() in TRUE:
         return True
     if raw.lower() in FALSE:
         return False
-    raise ValueError(f"{name} must be one of true/false, 1/0, yes/no, on/off; got {raw!r}")
+    return None
 
 
 def env_int(name: str, *, minimum: int | None = None) -> int | None:
@@ -101,8 +109,5 @@ def env_flag_or_list(name: str) -> bool | list[str] | None:
     raw = env_str(name)
     if raw is None:
         return None
-    if raw.lower() in TRUE:
-        return True
-    if raw.lower() in FALSE:
-        return False
-    return env_list(name)
+    flag = _flag(raw)
+    return env_list(name) if flag is None else flag

@@ -203,18 +203,7 @@ def _providers(
     prometheus_server: Any,
 ) -> list[ProviderHandle]:
     """What shutdown and force_flush flush and shut: ours are shut, the app's only flushed."""
-    handles: list[ProviderHandle] = []
-    if owns_tracer:
-        handles.append(
-            ProviderHandle(
-                "tracer provider",
-                lambda s: tracer_provider.force_flush(_millis(s)),
-                lambda s: tracer_provider.shutdown(),
-            )
-        )
-    elif hasattr(tracer_provider, "force_flush"):
-        flush = lambda s: tracer_provider.force_flush(_millis(s))  # noqa: E731
-        handles.append(ProviderHandle("the app's tracer provider", flush, flush))
+    handles = _sdk_handles("tracer", tracer_provider, owns_tracer)
     if owns_meter:
         handles.append(
             ProviderHandle(
@@ -223,9 +212,8 @@ def _providers(
                 lambda s: meter_provider.shutdown(timeout_millis=_millis(s)),
             )
         )
-    elif hasattr(meter_provider, "force_flush"):
-        flush = lambda s: meter_provider.force_flush(_millis(s))  # noqa: E731
-        handles.append(ProviderHandle("the app's meter provider", flush, flush))
+    else:
+        handles += _sdk_handles("meter", meter_provider, owns=False)
     if prometheus_server is not None:
 
         def close_prometheus(_seconds: float) -> None:
@@ -263,17 +251,20 @@ def _logger_handles(logger_provider: Any, owns: bool) -> list[ProviderHandle]:
     like the tracer provider's it runs where the deadline can abandon it."""
     if logger_provider is None:
         return []
+    return _sdk_handles("logger", logger_provider, owns)
+
+
+def _sdk_handles(signal: str, provider: Any, owns: bool) -> list[ProviderHandle]:
+    """A provider's handle: ours is flushed, then shut (by the deadline: the SDK's tracer and
+    logger `shutdown` take no timeout); the app's is only flushed, when it can be."""
+
+    def flush(seconds: float) -> Any:
+        return provider.force_flush(_millis(seconds))
+
     if owns:
-        return [
-            ProviderHandle(
-                "logger provider",
-                lambda s: logger_provider.force_flush(_millis(s)),
-                lambda s: logger_provider.shutdown(),
-            )
-        ]
-    if hasattr(logger_provider, "force_flush"):
-        flush = lambda s: logger_provider.force_flush(_millis(s))  # noqa: E731
-        return [ProviderHandle("the app's logger provider", flush, flush)]
+        return [ProviderHandle(f"{signal} provider", flush, lambda s: provider.shutdown())]
+    if hasattr(provider, "force_flush"):
+        return [ProviderHandle(f"the app's {signal} provider", flush, flush)]
     return []
 
 

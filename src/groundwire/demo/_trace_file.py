@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwire import semconv
-from groundwire.offline.readers._otlp_json import any_value
+from groundwire.offline.readers import any_value
 
 __all__ = ["OnlineResults", "read_online_results"]
 

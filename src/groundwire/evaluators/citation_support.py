@@ -35,23 +35,21 @@ from groundwire import semconv
 from groundwire._types import RagTurn, Score
 from groundwire.evaluators.quoted_spans import find_quotes
 from groundwire.judges import (
-    JudgeClient,
-    JudgeConfig,
-    JudgeError,
-    Usage,
-    resolve_judge,
-    skipped_score,
-)
-from groundwire.judges._audit import (
     FLAG_PASSES_DISAGREE,
     FLAG_PHRASE_NOT_IN_SPAN,
     VERDICT_ORDER,
     CitationVerdict,
+    JudgeClient,
+    JudgeConfig,
+    JudgeError,
+    Usage,
     aaudit_citation,
     audit_citation,
     audit_pair,
+    resolve_judge,
+    skipped_score,
+    split_claims,
 )
-from groundwire.judges._claims import split_claims
 
 __all__ = [
     "Citation",

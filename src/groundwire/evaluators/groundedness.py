@@ -20,17 +20,16 @@ from typing import Any
 from groundwire import semconv
 from groundwire._types import RagTurn, Score
 from groundwire.judges import (
+    GROUNDEDNESS_PROMPT_VERSIONS,
+    Asked,
+    GroundednessRating,
     JudgeClient,
     JudgeConfig,
     Usage,
+    ask_until_valid,
+    groundedness_messages,
     resolve_judge,
     skipped_score,
-)
-from groundwire.judges._attempts import Asked, ask_until_valid
-from groundwire.judges._prompts import (
-    GROUNDEDNESS_PROMPT_VERSIONS,
-    GroundednessRating,
-    groundedness_messages,
 )
 
 __all__ = ["JUDGE_NAMES", "ResponseGroundedness"]

@@ -21,12 +21,11 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
-from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from groundwire._breaker import CLOSED, CircuitBreaker
@@ -212,76 +211,126 @@ def _why(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"[:300]
 
 
-class GuardedSpanExporter(SpanExporter):
-    """A span exporter behind an `ExportGuard`."""
+_R = TypeVar("_R")
 
-    def __init__(self, inner: SpanExporter, guard: ExportGuard) -> None:
+
+def _guarded_export(
+    guard: ExportGuard,
+    inner: Any,
+    count: int,
+    what: str,
+    send: Callable[[float | None], _R],
+    success: _R,
+    failure: _R,
+) -> _R:
+    """One export through `guard`, for every signal: refused and counted as skipped while the
+    endpoint is known to be down or the deadline passed; else `send(remaining seconds)` runs with
+    the exporter's timeout capped to the deadline, and its outcome is counted (an exception is a
+    failure with its reason)."""
+    if not guard.admit():
+        guard.skip(count)
+        return failure
+    remaining = guard.remaining_s()
+    if remaining is not None:
+        _cap_timeout(inner, remaining)
+    why = None
+    try:
+        result = send(remaining)
+    except Exception as error:
+        logger.debug("%s export raised", what, exc_info=True)
+        result, why = failure, _why(error)
+    guard.settle(result is success, count, why)
+    return result
+
+
+class _Guarded:
+    """What every guarded exporter shares: the wrapped exporter, its guard, a one-time shutdown
+    (the guard's `abort` shuts it, which also stops a retry wait in progress)."""
+
+    def __init__(self, inner: Any, guard: ExportGuard) -> None:
         self.inner = inner
         self.guard = guard
         self._shut = False
         guard.abort = self.shutdown
 
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+    def shutdown(self, *args: Any, **kwargs: Any) -> None:
+        """Shut the wrapped exporter once; nothing is sent after it."""
+        if not self._shut:
+            self._shut = True
+            self.inner.shutdown(*args, **kwargs)
+        self.guard.deadline = self.guard.deadline or time.monotonic()  # nothing more to send
+
+
+class _GuardedBatches(_Guarded):
+    """Span and log record exporters: a batch is a sequence, counted item by item."""
+
+    what = ""
+    """What one item is, for the debug log of an export that raised."""
+    results: tuple[Any, Any] = (None, None)
+    """The signal's success and failure results."""
+
+    def export(self, batch: Sequence[Any]) -> Any:
         """Export unless the endpoint is known to be down or the deadline passed."""
-        if not self.guard.admit():
-            self.guard.skip(len(spans))
-            return SpanExportResult.FAILURE
-        remaining = self.guard.remaining_s()
-        if remaining is not None:
-            _cap_timeout(self.inner, remaining)
-        why = None
-        try:
-            result = self.inner.export(spans)
-        except Exception as error:
-            logger.debug("span export raised", exc_info=True)
-            result, why = SpanExportResult.FAILURE, _why(error)
-        self.guard.settle(result is SpanExportResult.SUCCESS, len(spans), why)
-        return result
+        success, failure = self.results
+        return _guarded_export(
+            self.guard,
+            self.inner,
+            len(batch),
+            self.what,
+            lambda _remaining: self.inner.export(batch),
+            success,
+            failure,
+        )
 
     def shutdown(self) -> None:
         """Shut the wrapped exporter once (it also stops any retry wait in progress)."""
-        if not self._shut:
-            self._shut = True
-            self.inner.shutdown()
-        self.guard.deadline = self.guard.deadline or time.monotonic()  # nothing more to send
+        super().shutdown()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Flush the wrapped exporter."""
-        return self.inner.force_flush(timeout_millis)
+        return bool(self.inner.force_flush(timeout_millis))
 
 
-class GuardedMetricExporter(MetricExporter):
+class GuardedSpanExporter(_GuardedBatches, SpanExporter):
+    """A span exporter behind an `ExportGuard`."""
+
+    what = "span"
+    results = (SpanExportResult.SUCCESS, SpanExportResult.FAILURE)
+
+
+class GuardedMetricExporter(_Guarded, MetricExporter):
     """A metric exporter behind an `ExportGuard` (counts are export batches, not points)."""
 
+    inner: MetricExporter
+
     def __init__(self, inner: MetricExporter, guard: ExportGuard) -> None:
-        super().__init__(
+        MetricExporter.__init__(
+            self,
             preferred_temporality=inner._preferred_temporality,
             preferred_aggregation=inner._preferred_aggregation,
         )
-        self.inner = inner
-        self.guard = guard
-        self._shut = False
-        guard.abort = self.shutdown
+        _Guarded.__init__(self, inner, guard)
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
         """Export unless the endpoint is known to be down or the deadline passed."""
-        if not self.guard.admit():
-            self.guard.skip(1)
-            return MetricExportResult.FAILURE
-        remaining = self.guard.remaining_s()
-        if remaining is not None:
-            _cap_timeout(self.inner, remaining)
-            timeout_millis = min(timeout_millis, max(remaining, 0.001) * 1000)
-        why = None
-        try:
-            result = self.inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
-        except Exception as error:
-            logger.debug("metric export raised", exc_info=True)
-            result, why = MetricExportResult.FAILURE, _why(error)
-        self.guard.settle(result is MetricExportResult.SUCCESS, 1, why)
-        return result
+
+        def send(remaining: float | None) -> MetricExportResult:
+            capped = timeout_millis
+            if remaining is not None:
+                capped = min(timeout_millis, max(remaining, 0.001) * 1000)
+            return self.inner.export(metrics_data, timeout_millis=capped, **kwargs)
+
+        return _guarded_export(
+            self.guard,
+            self.inner,
+            1,
+            "metric",
+            send,
+            MetricExportResult.SUCCESS,
+            MetricExportResult.FAILURE,
+        )
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         """Flush the wrapped exporter."""
@@ -289,45 +338,11 @@ class GuardedMetricExporter(MetricExporter):
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
         """Shut the wrapped exporter once."""
-        if not self._shut:
-            self._shut = True
-            self.inner.shutdown(timeout_millis=timeout_millis, **kwargs)
-        self.guard.deadline = self.guard.deadline or time.monotonic()  # nothing more to send
+        super().shutdown(timeout_millis=timeout_millis, **kwargs)
 
 
-class GuardedLogExporter(LogRecordExporter):
+class GuardedLogExporter(_GuardedBatches, LogRecordExporter):
     """A log record exporter behind an `ExportGuard` (counts are log records)."""
 
-    def __init__(self, inner: LogRecordExporter, guard: ExportGuard) -> None:
-        self.inner = inner
-        self.guard = guard
-        self._shut = False
-        guard.abort = self.shutdown
-
-    def export(self, batch: Sequence[Any]) -> LogRecordExportResult:
-        """Export unless the endpoint is known to be down or the deadline passed."""
-        if not self.guard.admit():
-            self.guard.skip(len(batch))
-            return LogRecordExportResult.FAILURE
-        remaining = self.guard.remaining_s()
-        if remaining is not None:
-            _cap_timeout(self.inner, remaining)
-        why = None
-        try:
-            result = self.inner.export(batch)
-        except Exception as error:
-            logger.debug("log record export raised", exc_info=True)
-            result, why = LogRecordExportResult.FAILURE, _why(error)
-        self.guard.settle(result is LogRecordExportResult.SUCCESS, len(batch), why)
-        return result
-
-    def shutdown(self) -> None:
-        """Shut the wrapped exporter once (it also stops any retry wait in progress)."""
-        if not self._shut:
-            self._shut = True
-            self.inner.shutdown()  # type: ignore[no-untyped-call]
-        self.guard.deadline = self.guard.deadline or time.monotonic()  # nothing more to send
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Flush the wrapped exporter."""
-        return bool(self.inner.force_flush(timeout_millis))
+    what = "log record"
+    results = (LogRecordExportResult.SUCCESS, LogRecordExportResult.FAILURE)

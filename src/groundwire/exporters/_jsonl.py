@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -26,7 +26,6 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 from opentelemetry.sdk.metrics.view import Aggregation
-from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from groundwire.exporters._otlp_json import to_otlp_json
@@ -130,20 +129,26 @@ class _SharedFileWriter:
             self._file.release()
 
 
-class JsonLinesSpanExporter(_SharedFileWriter, SpanExporter):
-    """Writes each batch of spans as one `ExportTraceServiceRequest` OTLP/JSON line."""
+class _BatchFileWriter(_SharedFileWriter):
+    """Span and log record exporters: each non-empty batch is one line of the signal's request."""
+
+    encode: Callable[[Sequence[Any]], Any]
+    """The batch as the signal's OTLP export request."""
+    results: tuple[Any, Any] = (None, None)
+    """The signal's success and failure results."""
 
     def __init__(self, path: str | os.PathLike[str] | JsonLinesFile) -> None:
         self._file = _open(path)
         self._shut_down = False
 
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+    def export(self, batch: Sequence[Any]) -> Any:
         """Append the batch; FAILURE (logged) when the file cannot be written."""
-        if spans and not self._shut_down:
-            ok = self._append(encode_spans(spans))
+        if batch and not self._shut_down:
+            ok = self._append(type(self).encode(batch))
         else:
             ok = not self._shut_down
-        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+        success, failure = self.results
+        return success if ok else failure
 
     def shutdown(self) -> None:
         """Close the file once every exporter sharing it has shut down."""
@@ -152,6 +157,13 @@ class JsonLinesSpanExporter(_SharedFileWriter, SpanExporter):
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Lines are flushed as they are written."""
         return True
+
+
+class JsonLinesSpanExporter(_BatchFileWriter, SpanExporter):
+    """Writes each batch of spans as one `ExportTraceServiceRequest` OTLP/JSON line."""
+
+    encode = staticmethod(encode_spans)
+    results = (SpanExportResult.SUCCESS, SpanExportResult.FAILURE)
 
 
 class JsonLinesMetricExporter(_SharedFileWriter, MetricExporter):
@@ -187,26 +199,9 @@ class JsonLinesMetricExporter(_SharedFileWriter, MetricExporter):
         self._release()
 
 
-class JsonLinesLogExporter(_SharedFileWriter, LogRecordExporter):
-    """Writes each batch of log records as one `ExportLogsServiceRequest` OTLP/JSON line."""
+class JsonLinesLogExporter(_BatchFileWriter, LogRecordExporter):
+    """Writes each batch of log records (SDK `ReadableLogRecord`s) as one
+    `ExportLogsServiceRequest` OTLP/JSON line."""
 
-    def __init__(self, path: str | os.PathLike[str] | JsonLinesFile) -> None:
-        self._file = _open(path)
-        self._shut_down = False
-
-    def export(self, batch: Sequence[Any]) -> LogRecordExportResult:
-        """Append the batch (SDK `ReadableLogRecord`s); FAILURE (logged) when it cannot be
-        written."""
-        if batch and not self._shut_down:
-            ok = self._append(encode_logs(batch))
-        else:
-            ok = not self._shut_down
-        return LogRecordExportResult.SUCCESS if ok else LogRecordExportResult.FAILURE
-
-    def shutdown(self) -> None:
-        """Close the file once every exporter sharing it has shut down."""
-        self._release()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Lines are flushed as they are written."""
-        return True
+    encode = staticmethod(encode_logs)
+    results = (LogRecordExportResult.SUCCESS, LogRecordExportResult.FAILURE)

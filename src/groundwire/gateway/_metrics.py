@@ -39,37 +39,43 @@ class GatewayMetrics:
             return
         meter = meter_provider.get_meter(scope, __version__)
         self._meter = meter
-        self._received = meter.create_counter(
-            semconv.METRIC_GATEWAY_RECEIVED, unit="{item}", description="Items accepted."
-        )
-        self._forwarded = meter.create_counter(
-            semconv.METRIC_GATEWAY_FORWARDED, unit="{item}", description="Items delivered."
-        )
-        self._retried = meter.create_counter(
-            semconv.METRIC_GATEWAY_RETRIED, unit="{item}", description="Items sent again."
-        )
-        self._dropped = meter.create_counter(
-            semconv.METRIC_GATEWAY_DROPPED,
-            unit="{item}",
-            description="Accepted items that never reached downstream.",
-        )
-        self._refused = meter.create_counter(
-            semconv.METRIC_GATEWAY_REFUSED,
-            unit="{request}",
-            description="Requests answered with an error status.",
-        )
-        self._late = meter.create_counter(
-            semconv.METRIC_GATEWAY_LATE_SPANS, unit="{span}", description="Spans after scoring."
-        )
-        self._evicted = meter.create_counter(
-            semconv.METRIC_GATEWAY_EVICTED_TRACES,
-            unit="{trace}",
-            description="Traces closed early at the open-trace or memory bound.",
-        )
-        self._not_scored = meter.create_counter(
-            semconv.METRIC_GATEWAY_NOT_SCORED,
-            unit="{span}",
-            description="Spans forwarded but left out of scoring.",
+        (
+            self._received,
+            self._forwarded,
+            self._retried,
+            self._dropped,
+            self._refused,
+            self._late,
+            self._evicted,
+            self._not_scored,
+        ) = (
+            meter.create_counter(name, unit=unit, description=description)
+            for name, unit, description in (
+                (semconv.METRIC_GATEWAY_RECEIVED, "{item}", "Items accepted."),
+                (semconv.METRIC_GATEWAY_FORWARDED, "{item}", "Items delivered."),
+                (semconv.METRIC_GATEWAY_RETRIED, "{item}", "Items sent again."),
+                (
+                    semconv.METRIC_GATEWAY_DROPPED,
+                    "{item}",
+                    "Accepted items that never reached downstream.",
+                ),
+                (
+                    semconv.METRIC_GATEWAY_REFUSED,
+                    "{request}",
+                    "Requests answered with an error status.",
+                ),
+                (semconv.METRIC_GATEWAY_LATE_SPANS, "{span}", "Spans after scoring."),
+                (
+                    semconv.METRIC_GATEWAY_EVICTED_TRACES,
+                    "{trace}",
+                    "Traces closed early at the open-trace or memory bound.",
+                ),
+                (
+                    semconv.METRIC_GATEWAY_NOT_SCORED,
+                    "{span}",
+                    "Spans forwarded but left out of scoring.",
+                ),
+            )
         )
         self._lag = meter.create_histogram(
             semconv.METRIC_GATEWAY_SCORING_LAG,

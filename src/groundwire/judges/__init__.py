@@ -11,7 +11,18 @@ Importing this package does not import openai or instructor; the first judge cal
 
 from __future__ import annotations
 
+from groundwire.judges._attempts import Asked, ask_until_valid
+from groundwire.judges._audit import (
+    FLAG_PASSES_DISAGREE,
+    FLAG_PHRASE_NOT_IN_SPAN,
+    VERDICT_ORDER,
+    CitationVerdict,
+    aaudit_citation,
+    audit_citation,
+    audit_pair,
+)
 from groundwire.judges._cache import DiskCache, MemoryCache, ResponseCache, cache_key
+from groundwire.judges._claims import split_claims
 from groundwire.judges._client import (
     InvalidJudgeOutputError,
     JudgeCallError,
@@ -22,6 +33,11 @@ from groundwire.judges._client import (
 )
 from groundwire.judges._config import NOT_CONFIGURED_MESSAGE, CacheKind, JudgeConfig, JudgeMode
 from groundwire.judges._delimit import data_block, neutralise
+from groundwire.judges._prompts import (
+    GROUNDEDNESS_PROMPT_VERSIONS,
+    GroundednessRating,
+    groundedness_messages,
+)
 from groundwire.judges._resolve import (
     JudgeNotConfiguredError,
     resolve_judge,
@@ -30,9 +46,16 @@ from groundwire.judges._resolve import (
 )
 
 __all__ = [
+    "FLAG_PASSES_DISAGREE",
+    "FLAG_PHRASE_NOT_IN_SPAN",
+    "GROUNDEDNESS_PROMPT_VERSIONS",
     "NOT_CONFIGURED_MESSAGE",
+    "VERDICT_ORDER",
+    "Asked",
     "CacheKind",
+    "CitationVerdict",
     "DiskCache",
+    "GroundednessRating",
     "InvalidJudgeOutputError",
     "JudgeCallError",
     "JudgeClient",
@@ -44,10 +67,16 @@ __all__ = [
     "MemoryCache",
     "ResponseCache",
     "Usage",
+    "aaudit_citation",
+    "ask_until_valid",
+    "audit_citation",
+    "audit_pair",
     "cache_key",
     "data_block",
+    "groundedness_messages",
     "neutralise",
     "resolve_judge",
     "shared_judge",
     "skipped_score",
+    "split_claims",
 ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from groundwire.offline._export import OtlpExport
 from groundwire.offline._pipeline import TurnCounts, WindowOptions, iter_turns
-from groundwire.offline._results import TurnResult
+from groundwire.offline._results import TurnResult, dumps_strict, json_safe
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import BadRecordError, Problems, ReadStats, read_spans
@@ -48,7 +48,9 @@ __all__ = [
     "TurnCounts",
     "TurnResult",
     "WindowOptions",
+    "dumps_strict",
     "iter_turns",
+    "json_safe",
     "read_recorded_results",
     "read_spans",
     "rescore",

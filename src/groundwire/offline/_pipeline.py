@@ -29,8 +29,7 @@ from groundwire.assembly import Diagnoses, LogRecordData, SpanRecord, has_conten
 from groundwire.offline._grouping import SpillGrouper, partition_count, trace_gap
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
-from groundwire.offline.readers import Problems, TraceFormat, read_spans
-from groundwire.offline.readers._common import SpanBatch
+from groundwire.offline.readers import Problems, SpanBatch, TraceFormat, read_spans
 
 __all__ = [
     "DEFAULT_WINDOW",

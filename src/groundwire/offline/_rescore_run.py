@@ -33,8 +33,7 @@ from groundwire.offline._stopping import StopFlag, StopSignals, chunks
 from groundwire.offline._summary import EvaluatorTally, RescoreSummary, tally
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.ray_engine import score_with_ray
-from groundwire.offline.readers import Problems, TraceFormat
-from groundwire.offline.readers._common import SpanBatch
+from groundwire.offline.readers import Problems, SpanBatch, TraceFormat
 from groundwire.offline.writers import (
     OutputLock,
     OutputPathError,

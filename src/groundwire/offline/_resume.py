@@ -23,9 +23,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from groundwire._evaluator import JUDGE_UNREACHABLE
-from groundwire.offline.writers import APPENDABLE_SUFFIXES, csv_header, output_suffix
-from groundwire.offline.writers._lines import CSV_LINE_END
-from groundwire.offline.writers._target import partial_path
+from groundwire.offline.writers import (
+    APPENDABLE_SUFFIXES,
+    CSV_LINE_END,
+    csv_header,
+    load_pyarrow,
+    output_suffix,
+    parquet_schema,
+    part_files,
+    partial_path,
+)
 
 __all__ = ["RESCORED_SKIP_REASONS", "ResumeError", "ResumeState", "done_keys", "resume_state"]
 
@@ -260,9 +267,7 @@ def _parquet_keys(path: Path, evaluators: Sequence[str] | None, state: ResumeSta
     Rows with an evaluation skipped as unreachable are taken out of the file (rewritten without
     them, or removed when none is left) and their turns left to be scored again.
     """
-    from groundwire.offline.writers._parquet import _pyarrow, parquet_schema
-
-    pa = _pyarrow()
+    pa = load_pyarrow()
     try:
         parquet_file = pa.parquet.ParquetFile(path)
     except (pa.ArrowException, OSError):
@@ -296,9 +301,7 @@ def _parquet_keys(path: Path, evaluators: Sequence[str] | None, state: ResumeSta
 
 def _drop_parquet_retried(path: Path, parquet_file: Any) -> None:
     """Rewrite a Parquet file without its rows to be scored again, one row group at a time."""
-    from groundwire.offline.writers._parquet import _pyarrow
-
-    pa = _pyarrow()
+    pa = load_pyarrow()
 
     def write_kept(temporary: Path) -> None:
         with pa.parquet.ParquetWriter(temporary, parquet_file.schema_arrow) as kept:
@@ -312,8 +315,6 @@ def _drop_parquet_retried(path: Path, parquet_file: Any) -> None:
 
 def _resume_parquet(path: Path, evaluators: Sequence[str] | None, state: ResumeState) -> None:
     """Keys of OUT's rows and of every complete row-group part an unfinished run left beside it."""
-    from groundwire.offline.writers._parquet import part_files
-
     if path.exists() and not _parquet_keys(path, evaluators, state):
         aside = path.with_name(f"{path.stem}.torn{path.suffix}")
         os.replace(path, aside)

@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 
 from groundwire import semconv
 from groundwire._types import Score
-from groundwire.offline._results import TurnResult, json_safe
+from groundwire.offline import TurnResult, json_safe
 from groundwire.phoenix._client import PhoenixClient, PhoenixError
 
 __all__ = [

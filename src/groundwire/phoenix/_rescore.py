@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundwire._evaluate import EvaluatorSpec
-from groundwire.offline.readers import Problems
-from groundwire.offline.readers._common import SpanBatch
+from groundwire.offline.readers import Problems, SpanBatch
 from groundwire.offline.rescore import RescoreSummary, rescore
 from groundwire.phoenix._annotations import DEFAULT_IDENTIFIER, AnnotationStats, AnnotationWriter
 from groundwire.phoenix._client import PhoenixClient, PhoenixError

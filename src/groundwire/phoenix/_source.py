@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwire.assembly import SpanRecord
-from groundwire.offline.readers import Problems
-from groundwire.offline.readers._common import SpanBatch
+from groundwire.offline.readers import Problems, SpanBatch
 from groundwire.phoenix._client import PhoenixClient, SpanPage
 from groundwire.phoenix._spans import span_from_phoenix
 from groundwire.phoenix._url import PhoenixTarget

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from groundwire.assembly import SpanRecord
-from groundwire.offline.readers._otlp_json import spans_from_request
+from groundwire.offline.readers import spans_from_request
 
 __all__ = ["PROJECT_ATTRIBUTE", "span_from_phoenix"]
 

@@ -317,43 +317,47 @@ class OtlpHttpReceiver(_Collector):
         self.stop()
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
-    """The OTLP trace service, feeding a collector."""
+class _Service:
+    """One OTLP gRPC service feeding a collector: counts the request, keeps its telemetry and
+    acknowledges it with the signal's empty response."""
+
+    signal = ""
+    keep: Callable[[_Collector, Any], None]
+    """The collector's method that keeps this signal's requests."""
+    response: Any = None
 
     def __init__(self, collector: _Collector) -> None:
         self._collector = collector
 
     def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
         """Keep the request's telemetry and acknowledge it."""
-        self._collector._count("traces")
-        self._collector._add_traces(request)
-        return trace_service_pb2.ExportTraceServiceResponse()
+        self._collector._count(self.signal)
+        self.keep(self._collector, request)
+        return self.response()
 
 
-class _MetricsService(metrics_service_pb2_grpc.MetricsServiceServicer):
-    """The OTLP metrics service, feeding a collector."""
+class _TraceService(_Service, trace_service_pb2_grpc.TraceServiceServicer):
+    """The OTLP trace service."""
 
-    def __init__(self, collector: _Collector) -> None:
-        self._collector = collector
-
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
-        """Keep the request's telemetry and acknowledge it."""
-        self._collector._count("metrics")
-        self._collector._add_metrics(request)
-        return metrics_service_pb2.ExportMetricsServiceResponse()
+    signal = "traces"
+    keep = staticmethod(_Collector._add_traces)
+    response = trace_service_pb2.ExportTraceServiceResponse
 
 
-class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
-    """The OTLP logs service, feeding a collector."""
+class _MetricsService(_Service, metrics_service_pb2_grpc.MetricsServiceServicer):
+    """The OTLP metrics service."""
 
-    def __init__(self, collector: _Collector) -> None:
-        self._collector = collector
+    signal = "metrics"
+    keep = staticmethod(_Collector._add_metrics)
+    response = metrics_service_pb2.ExportMetricsServiceResponse
 
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
-        """Keep the request's log records and acknowledge them."""
-        self._collector._count("logs")
-        self._collector._add_logs(request)
-        return logs_service_pb2.ExportLogsServiceResponse()
+
+class _LogsService(_Service, logs_service_pb2_grpc.LogsServiceServicer):
+    """The OTLP logs service."""
+
+    signal = "logs"
+    keep = staticmethod(_Collector._add_logs)
+    response = logs_service_pb2.ExportLogsServiceResponse
 
 
 class OtlpGrpcReceiver(_Collector):

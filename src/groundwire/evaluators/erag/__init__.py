@@ -8,6 +8,7 @@ LangChain, LlamaIndex, openai and pytrec_eval are imported only when used.
 
 from __future__ import annotations
 
+from groundwire.evaluators.erag._adapt import as_text_generator
 from groundwire.evaluators.erag._downstream import (
     DOWNSTREAM_METRICS,
     BatchDownstreamMetric,
@@ -29,7 +30,6 @@ from groundwire.evaluators.erag._generators import (
     Generation,
     PromptSpec,
     TextGenerator,
-    as_text_generator,
     batchify_text_generator,
 )
 from groundwire.evaluators.erag._langchain import LangChainGenerator

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from groundwire._types import RagTurn, Score
+from groundwire.evaluators.erag._adapt import as_text_generator
 from groundwire.evaluators.erag._downstream import DownstreamMetric, resolve_downstream_metric
 from groundwire.evaluators.erag._generators import (
     AsyncTextGenerator,
     BatchedGenerator,
     Generation,
-    as_text_generator,
 )
 from groundwire.evaluators.erag._retrieval import (
     aggregate,

@@ -6,7 +6,8 @@ each query to the generated text. `BatchedGenerator` implements it on top of one
 query, running those calls concurrently under a limit shared by everything that uses the same
 generator (one LLM call per document is eRAG's cost, so the calls must overlap). The adapters
 (`LangChainGenerator`, `LlamaIndexGenerator`, `OpenAIGenerator`) and `FunctionGenerator` (the
-equivalent of the reference's `batchify_text_generator`) are its subclasses.
+equivalent of the reference's `batchify_text_generator`) are its subclasses; `_adapt` picks the
+adapter for a framework object.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ __all__ = [
     "Generation",
     "PromptSpec",
     "TextGenerator",
-    "as_text_generator",
     "batchify_text_generator",
 ]
 
@@ -251,25 +251,3 @@ def batchify_text_generator(
 ) -> FunctionGenerator:
     """The reference's `batchify_text_generator`, plus optional concurrency and async functions."""
     return FunctionGenerator(function, max_concurrency=max_concurrency)
-
-
-def as_text_generator(generator: Any) -> BatchedGenerator | AsyncTextGenerator | TextGenerator:
-    """Our generators as they are; a LangChain runnable or LlamaIndex LLM in its adapter; any
-    other callable as a reference-style `text_generator`."""
-    if isinstance(generator, BatchedGenerator):
-        return generator
-    # LangChain models also have an `agenerate` (unrelated): test for `ainvoke` first
-    if callable(getattr(generator, "ainvoke", None)):
-        from groundwire.evaluators.erag._langchain import LangChainGenerator
-
-        return LangChainGenerator(generator)
-    if callable(getattr(generator, "acomplete", None)):
-        from groundwire.evaluators.erag._llamaindex import LlamaIndexGenerator
-
-        return LlamaIndexGenerator(generator)
-    if isinstance(generator, AsyncTextGenerator) or callable(generator):
-        return generator  # type: ignore[no-any-return]
-    raise TypeError(
-        f"generator must be a groundwire generator, a LangChain runnable, a LlamaIndex LLM or a "
-        f"text_generator callable, got {type(generator).__name__}"
-    )

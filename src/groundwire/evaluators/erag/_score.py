@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundwire._sync import run_sync
+from groundwire.evaluators.erag._adapt import as_text_generator
 from groundwire.evaluators.erag._downstream import (
     BatchDownstreamMetric,
     batchify_downstream_metric,
@@ -28,7 +29,6 @@ from groundwire.evaluators.erag._generators import (
     AsyncTextGenerator,
     BatchedGenerator,
     TextGenerator,
-    as_text_generator,
 )
 from groundwire.evaluators.erag._retrieval import (
     Label,

@@ -39,6 +39,7 @@ from groundwire.offline.readers._detect import (
 from groundwire.offline.readers._jaeger import read_jaeger, spans_from_jaeger_trace
 from groundwire.offline.readers._otlp_json import read_otlp_json, spans_from_request
 from groundwire.offline.readers._otlp_proto import read_otlp_proto, spans_from_message
+from groundwire.offline.readers._otlp_values import any_value
 from groundwire.offline.readers._source import SourceFile, open_source
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "SourceFile",
     "SpanBatch",
     "TraceFormat",
+    "any_value",
     "detect_format",
     "open_source",
     "read_file",

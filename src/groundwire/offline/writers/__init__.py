@@ -14,8 +14,9 @@ from pathlib import Path
 
 from groundwire.offline.writers._base import ResultWriter
 from groundwire.offline.writers._html import HtmlReportWriter
-from groundwire.offline.writers._lines import CsvWriter, JsonLinesWriter, csv_header
-from groundwire.offline.writers._parquet import ParquetWriter
+from groundwire.offline.writers._lines import CSV_LINE_END, CsvWriter, JsonLinesWriter, csv_header
+from groundwire.offline.writers._parquet import ParquetWriter, parquet_schema, part_files
+from groundwire.offline.writers._parquet import _pyarrow as load_pyarrow
 from groundwire.offline.writers._target import (
     OutputLock,
     OutputPathError,
@@ -27,6 +28,7 @@ from groundwire.offline.writers._xlsx import XlsxWriter
 
 __all__ = [
     "APPENDABLE_SUFFIXES",
+    "CSV_LINE_END",
     "OUTPUT_SUFFIXES",
     "CsvWriter",
     "HtmlReportWriter",
@@ -39,8 +41,11 @@ __all__ = [
     "XlsxWriter",
     "check_output_paths",
     "csv_header",
+    "load_pyarrow",
     "open_writer",
     "output_suffix",
+    "parquet_schema",
+    "part_files",
     "partial_path",
 ]
 
