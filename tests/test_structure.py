@@ -26,33 +26,8 @@ ROOT = "groundwire"
 
 # Known violations left to their owners, to be emptied as they are fixed. Each entry is
 # (importing module, imported private module).
-ALLOWED_PRIVATE_IMPORTS: frozenset[tuple[str, str]] = frozenset(
-    {
-        # --- cli/ is being reworked by another engineer (issue 27 item 5: the CLI lives in
-        # cli/). groundwire.offline already exports WindowOptions and dumps_strict.
-        ("groundwire.cli._inspect", "groundwire.assembly._events"),  # has_content
-        ("groundwire.cli._inspect", "groundwire.assembly._log_record"),  # LogRecordData
-        ("groundwire.cli._rescore", "groundwire.offline._pipeline"),  # WindowOptions
-        ("groundwire.cli._verify_quotes", "groundwire.offline._results"),  # dumps_strict
-        # phoenix/_cli.py is CLI code in phoenix/: both lines go when it moves into cli/.
-        ("groundwire.cli._rescore", "groundwire.phoenix._cli"),  # PhoenixCommand, looks_like_...
-        ("groundwire.phoenix._cli", "groundwire.cli._exit"),  # ExitCode
-        # --- assembly/: the lead engineer decides what assembly exports; until then these
-        # read LogRecordData and has_content from assembly's private modules.
-        ("groundwire.offline._pipeline", "groundwire.assembly._events"),  # has_content
-        ("groundwire.offline._pipeline", "groundwire.assembly._log_record"),
-        ("groundwire.offline.readers._common", "groundwire.assembly._log_record"),
-        ("groundwire.offline.readers._otlp_logs", "groundwire.assembly._log_record"),
-        ("groundwire.offline.readers._otlp_proto", "groundwire.assembly._log_record"),
-        ("groundwire.offline.recorded", "groundwire.assembly._log_record"),
-        # --- evaluators/quote_verification/ is being changed by another engineer: it should
-        # import check_min_len from groundwire.evaluators.quoted_spans (export it there).
-        (
-            "groundwire.evaluators.quote_verification._evaluator",
-            "groundwire.evaluators.quoted_spans._finder",
-        ),
-    }
-)
+ALLOWED_PRIVATE_IMPORTS: frozenset[tuple[str, str]] = frozenset()
+"""Private imports left to their owners (empty: every package is sealed)."""
 
 # Import cycles left to their owners, each as the sorted tuple of the modules in it.
 ALLOWED_CYCLES: frozenset[tuple[str, ...]] = frozenset()

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from groundwire import Score
+from groundwire.cli._phoenix import looks_like_phoenix, phoenix_target
 from groundwire.phoenix import annotation_for, parse_phoenix_url
-from groundwire.phoenix._cli import looks_like_phoenix, phoenix_target
 
 
 @pytest.mark.parametrize(

@@ -184,7 +184,7 @@ def rescore_command(
     ] = None,
 ) -> None:
     """Re-score RAG turns recorded in trace files and write the results to OUT."""
-    from groundwire.offline._pipeline import WindowOptions
+    from groundwire.offline import WindowOptions
 
     if fmt is not None and fmt not in FORMATS:
         bad_argument(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}{nearest(fmt, FORMATS)}")
@@ -238,7 +238,7 @@ def rescore_command(
         phoenix_trace_id,
     )
     if any(phoenix_options) or any(":/" in os.fspath(path) for path in paths):
-        from groundwire.phoenix._cli import PhoenixCommand, looks_like_phoenix
+        from groundwire.cli._phoenix import PhoenixCommand, looks_like_phoenix
 
         if any(phoenix_options) or looks_like_phoenix(paths):
             try:

@@ -116,7 +116,7 @@ def _is_phoenix(path: Path) -> bool:
     """True for a `phoenix://` input (a URL, not a file; Path folds its `//`)."""
     if ":/" not in os.fspath(path):
         return False
-    from groundwire.phoenix._cli import looks_like_phoenix
+    from groundwire.cli._phoenix import looks_like_phoenix
 
     return looks_like_phoenix([path])
 

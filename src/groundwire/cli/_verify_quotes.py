@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 from groundwire.cli._app import app, console, err_console
 from groundwire.cli._errors import bad_argument, guarded
 from groundwire.cli._exit import help_epilog
-from groundwire.offline._results import dumps_strict
+from groundwire.offline import dumps_strict
 from groundwire.offline.writers import OutputTarget, check_output_paths
 
 _SHORT = 60

@@ -13,8 +13,7 @@ from groundwire.evaluators.quote_verification._options import (
 )
 from groundwire.evaluators.quote_verification._rows import QuoteMatch
 from groundwire.evaluators.quote_verification._verify import verify_with
-from groundwire.evaluators.quoted_spans import find_quotes
-from groundwire.evaluators.quoted_spans._finder import check_min_len
+from groundwire.evaluators.quoted_spans import check_min_len, find_quotes
 
 __all__ = ["LABELS", "QuoteVerification"]
 

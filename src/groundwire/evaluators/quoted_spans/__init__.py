@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from groundwire.evaluators.quoted_spans._alignment import quoted_spans_alignment
 from groundwire.evaluators.quoted_spans._evaluator import QuotedSpans
-from groundwire.evaluators.quoted_spans._finder import Quote, QuoteStyle, find_quotes
+from groundwire.evaluators.quoted_spans._finder import Quote, QuoteStyle, check_min_len, find_quotes
 from groundwire.evaluators.quoted_spans._matching import SpanMatch, match_spans
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "QuoteStyle",
     "QuotedSpans",
     "SpanMatch",
+    "check_min_len",
     "find_quotes",
     "match_spans",
     "quoted_spans_alignment",

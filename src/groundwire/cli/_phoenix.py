@@ -10,10 +10,16 @@ from typing import Any
 
 from groundwire.cli._exit import ExitCode
 from groundwire.offline.rescore import RescoreSummary
-from groundwire.phoenix._client import PhoenixError, PhoenixNotFoundError
-from groundwire.phoenix._rescore import PhoenixRun, rescore_phoenix
-from groundwire.phoenix._source import PhoenixQuery
-from groundwire.phoenix._url import PhoenixTarget, is_phoenix_url, parse_phoenix_url
+from groundwire.phoenix import (
+    PhoenixError,
+    PhoenixNotFoundError,
+    PhoenixQuery,
+    PhoenixRun,
+    PhoenixTarget,
+    is_phoenix_url,
+    parse_phoenix_url,
+    rescore_phoenix,
+)
 
 __all__ = ["PhoenixCommand", "looks_like_phoenix", "phoenix_target"]
 
