@@ -29,7 +29,8 @@ zero-code scoring is off: ...`) and the app runs unscored.
 
 Pre-fork servers (gunicorn): the master process only forks workers, and threads do not survive a
 fork. In a gunicorn master `initialize` starts nothing and registers `os.register_at_fork`
-instead, so each worker starts its own scoring right after it is forked.
+instead, so each worker starts its own scoring right after it is forked (a process a worker
+forks in turn keeps what it inherited).
 """
 
 from __future__ import annotations
@@ -92,11 +93,21 @@ def initialize() -> None:
         return
     if is_prefork_master():
         if not _forked_hook_registered:
-            os.register_at_fork(after_in_child=_start)
+            os.register_at_fork(after_in_child=_start_in_worker)
             _forked_hook_registered = True
         logger.info("groundwire: pre-fork server master; scoring starts in each worker")
         return
     _start()
+
+
+def _start_in_worker() -> None:
+    """After a fork: start scoring in a worker of the master, not again in a process forked by
+    a worker that already scores (it inherited that configuration; replacing it would first wait
+    on the threads that did not survive the fork)."""
+    from groundwire._configure import get_online
+
+    if get_online() is None:
+        _start()
 
 
 def _start() -> None:
