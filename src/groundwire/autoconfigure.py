@@ -113,7 +113,7 @@ def _start_in_worker() -> None:
 def _start() -> None:
     """`configure()` from the variables, on the global providers; one error line on failure."""
     try:
-        # imported here: in a process that does not ask for scoring the hook costs next to nothing
+        # imported here: the online machinery loads only in a process that asks for scoring
         from groundwire._configure import configure_from_environment
 
         configure_from_environment(**_options())
