@@ -30,7 +30,10 @@ zero-code scoring is off: ...`) and the app runs unscored.
 Pre-fork servers (gunicorn): the master process only forks workers, and threads do not survive a
 fork. In a gunicorn master `initialize` starts nothing and registers `os.register_at_fork`
 instead, so each worker starts its own scoring right after it is forked (a process a worker
-forks in turn keeps what it inherited).
+forks in turn keeps what it inherited). A uvicorn supervisor (`--workers` above 1, `--reload`)
+spawns fresh interpreters that run the auto-instrumentation, and this hook, themselves: in the
+supervisor `initialize` starts nothing, nor in multiprocessing's own helper processes (its
+resource tracker), which are spawned the same way.
 """
 
 from __future__ import annotations
@@ -39,13 +42,20 @@ import itertools
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
 from groundwire import semconv
 from groundwire._env import env_flag, env_list, env_str
 
-__all__ = ["initialize", "is_prefork_master", "wanted"]
+__all__ = [
+    "initialize",
+    "is_multiprocessing_helper",
+    "is_prefork_master",
+    "is_spawning_supervisor",
+    "wanted",
+]
 
 logger = logging.getLogger("groundwire")
 
@@ -68,14 +78,60 @@ def is_prefork_master(argv: list[str] | None = None) -> bool:
     """True when this process is a pre-fork server's master (`gunicorn app:app`, `python -m
     gunicorn ...`): `sys.orig_argv` names it even when `sys.argv` does not."""
     args = list(sys.orig_argv if argv is None else argv)
-    if not args:
+    return any(_server_arguments(args, server) is not None for server in _PREFORK_SERVERS)
+
+
+def _server_arguments(argv: list[str], server: str) -> list[str] | None:
+    """The arguments after `server` when the command line runs it (`server ...`, `python
+    /path/to/server ...`, `python -m server ...`), else None."""
+    if argv and PurePath(argv[0]).name == server:
+        return argv[1:]
+    if len(argv) > 1 and PurePath(argv[1]).name == server:
+        return argv[2:]  # python /path/to/bin/server ...
+    for i, (flag, module) in enumerate(itertools.pairwise(argv)):
+        if flag == "-m" and module == server:
+            return argv[i + 2 :]
+    return None
+
+
+def is_spawning_supervisor(
+    argv: list[str] | None = None, environ: Mapping[str, str] | None = None
+) -> bool:
+    """True when this process is a uvicorn supervisor: `--workers` above 1 (or, without the
+    option, `WEB_CONCURRENCY` above 1) or `--reload`. Its workers are fresh interpreters
+    (multiprocessing's spawn) that run the auto-instrumentation, and this hook, themselves."""
+    args = _server_arguments(list(sys.orig_argv if argv is None else argv), "uvicorn")
+    if args is None:
         return False
-    if PurePath(args[0]).name in _PREFORK_SERVERS:
+    if "--reload" in args:
         return True
-    if len(args) > 1 and PurePath(args[1]).name in _PREFORK_SERVERS:
-        return True  # python /path/to/bin/gunicorn ...
+    workers: str | None = None
+    for i, arg in enumerate(args):
+        if arg == "--workers" and i + 1 < len(args):
+            workers = args[i + 1]
+        elif arg.startswith("--workers="):
+            workers = arg.partition("=")[2]
+    if workers is None:
+        workers = (os.environ if environ is None else environ).get("WEB_CONCURRENCY")
+    try:
+        return workers is not None and int(workers) > 1
+    except ValueError:
+        return False  # uvicorn itself refuses it
+
+
+_HELPERS = (
+    "from multiprocessing.resource_tracker import",
+    "from multiprocessing.forkserver import",
+)
+"""How multiprocessing starts its helper processes (`python -c ...`), which serve no requests."""
+
+
+def is_multiprocessing_helper(argv: list[str] | None = None) -> bool:
+    """True in multiprocessing's resource tracker or fork server: spawned interpreters that run
+    the auto-instrumentation too, but never the app's turns."""
+    args = list(sys.orig_argv if argv is None else argv)
     return any(
-        flag == "-m" and module in _PREFORK_SERVERS for flag, module in itertools.pairwise(args)
+        flag == "-c" and code.startswith(_HELPERS) for flag, code in itertools.pairwise(args)
     )
 
 
@@ -90,6 +146,11 @@ def initialize() -> None:
             return
     except ValueError as error:
         _off(error)
+        return
+    if is_multiprocessing_helper():
+        return
+    if is_spawning_supervisor():
+        logger.info("groundwire: uvicorn supervisor; each worker process starts its own scoring")
         return
     if is_prefork_master():
         if not _forked_hook_registered:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from groundwire.autoconfigure import is_prefork_master, wanted
+from groundwire.autoconfigure import (
+    is_multiprocessing_helper,
+    is_prefork_master,
+    is_spawning_supervisor,
+    wanted,
+)
 
 
 @pytest.mark.parametrize(
@@ -53,3 +58,41 @@ def test_a_gunicorn_master_is_recognised_by_its_command_line(
 ) -> None:
     """gunicorn by its script or as `-m gunicorn`; an argument merely named gunicorn is not."""
     assert is_prefork_master(argv) is expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "expected"),
+    [
+        (["/srv/.venv/bin/uvicorn", "--workers", "2", "app:app"], {}, True),
+        (["python", "-m", "uvicorn", "app:app", "--workers=4"], {}, True),
+        (["/srv/.venv/bin/uvicorn", "app:app", "--reload"], {}, True),
+        (["/srv/.venv/bin/uvicorn", "app:app"], {"WEB_CONCURRENCY": "3"}, True),
+        (["/srv/.venv/bin/uvicorn", "app:app", "--workers", "1"], {"WEB_CONCURRENCY": "3"}, False),
+        (["/srv/.venv/bin/uvicorn", "app:app"], {}, False),
+        (["/srv/.venv/bin/uvicorn", "app:app", "--workers", "many"], {}, False),
+        (["python", "-c", "from multiprocessing.spawn import spawn_main"], {}, False),
+        (["/srv/.venv/bin/gunicorn", "--workers", "2", "app:app"], {}, False),
+    ],
+)
+def test_a_uvicorn_supervisor_is_recognised_by_its_workers_or_reload(
+    argv: list[str], environ: dict[str, str], expected: bool
+) -> None:
+    """More than one worker (option, else WEB_CONCURRENCY) or --reload; a spawned worker is not."""
+    assert is_spawning_supervisor(argv, environ) is expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["python", "-B", "-c", "from multiprocessing.resource_tracker import main;main(6)"], True),
+        (["python", "-c", "from multiprocessing.forkserver import main; main(3, 4)"], True),
+        (
+            ["python", "-B", "-c", "from multiprocessing.spawn import spawn_main; spawn_main()"],
+            False,
+        ),
+        (["python", "app.py", "-c", "x"], False),
+    ],
+)
+def test_multiprocessing_helpers_are_recognised(argv: list[str], expected: bool) -> None:
+    """The resource tracker and the fork server serve no turns; a spawned worker does."""
+    assert is_multiprocessing_helper(argv) is expected
