@@ -18,12 +18,18 @@ It is the lifecycle: one configuration at a time, installed under a lock, tuned 
 thread switch interval) and shut down by `shutdown()` or at exit. The parts are elsewhere:
 `_settings` (options, variables, validation), `_wiring` (providers, runner, processor,
 instrumentation) and `_online` (the handle, its flush and shutdown).
+
+A configuration made from the environment alone (`configure_from_environment`, called by the
+zero-code hook `groundwire.autoconfigure` under `opentelemetry-instrument`) gives way to the
+app's own `configure()`: that one shuts it down and takes its place, so there is still one runner
+on one set of providers.
 """
 
 from __future__ import annotations
 
 import atexit
 import gc
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -51,13 +57,18 @@ __all__ = [
     "OnlineStats",
     "ProviderHandle",
     "configure",
+    "configure_from_environment",
     "force_flush",
     "get_online",
     "shutdown",
 ]
 
+logger = logging.getLogger("groundwire")
+
 _lock = threading.Lock()
 _current: OnlineEvaluation | None = None
+_from_environment: OnlineEvaluation | None = None
+"""The configuration `configure_from_environment` made, which an explicit `configure()` replaces."""
 
 
 def configure(
@@ -96,6 +107,7 @@ def configure(
     bad option, before anything is installed. docs/online.md describes every argument.
     """
     global _current
+    _give_way()
     with _lock:
         if _current is not None:
             raise RuntimeError("groundwire is already configured; call groundwire.shutdown() first")
@@ -139,6 +151,26 @@ def configure(
     _tune(online, tuning)
     atexit.register(_shutdown_at_exit)
     return online
+
+
+def configure_from_environment(**options: Any) -> OnlineEvaluation:
+    """`configure(**options)` (the rest from the `GROUNDWIRE_*` variables), marked as made from
+    the environment: the app's own `configure()` call later replaces it instead of failing."""
+    global _from_environment
+    online = configure(**options)
+    _from_environment = online
+    return online
+
+
+def _give_way() -> None:
+    """Shut down the configuration made from the environment (within its exit deadline), so the
+    app's explicit `configure()` takes its place."""
+    global _from_environment
+    online, _from_environment = _from_environment, None
+    if online is None or online is not _current:
+        return
+    logger.info("groundwire: configure() replaces the configuration made from the environment")
+    shutdown(online.exit_timeout_s)
 
 
 def _tune(online: OnlineEvaluation, tuning: Tuning) -> None:

@@ -258,6 +258,9 @@ ENV_SWITCH_INTERVAL: Final = "GROUNDWIRE_SWITCH_INTERVAL_S"
 """Seconds: the thread switch interval `configure()` sets (default 0.001; 0 leaves it alone)."""
 ENV_EXIT_TIMEOUT: Final = "GROUNDWIRE_EXIT_TIMEOUT"
 """Seconds the exit hook may take to drain and export (default 3; see docs/online.md)."""
+ENV_ENABLED: Final = "GROUNDWIRE_ENABLED"
+"""Zero-code scoring under `opentelemetry-instrument`: `true` turns it on, `false` off (default:
+on when `GROUNDWIRE_EVALUATORS` is set). See `groundwire.autoconfigure`."""
 
 # --- LLM judges (groundedness, citation_support) ------------------------------------------------
 

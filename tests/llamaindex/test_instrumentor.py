@@ -164,6 +164,9 @@ def test_opentelemetry_instrument_uses_global_provider(tmp_path: Path) -> None:
     env = {
         **os.environ,
         "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "langchain,groundwire_langchain,llama_index",
+        # No configurator (opentelemetry-distro is installed for tests/zerocode): its global
+        # provider would refuse the app's.
+        "OTEL_PYTHON_CONFIGURATOR": "none",
     }
     command = Path(sys.executable).parent / "opentelemetry-instrument"
     done = subprocess.run(
