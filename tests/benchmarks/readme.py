@@ -183,7 +183,8 @@ def log_events() -> Row:
 
 
 def dialects() -> Row:
-    """Reading and assembling other instrumentors' traces vs OpenInference's, same app."""
+    """Reading and assembling other instrumentors' traces vs OpenInference's, same app; and an
+    agent's traces vs the chain's of the same instrumentor (same corpus, questions, answers)."""
     r = _load("dialects")
     ratios = r["ratio_vs_openinference"]
     cells = []
@@ -193,13 +194,29 @@ def dialects() -> Row:
         ok = ok and read <= 1.5
         cells.append(f"{label} **{read:.2f}x** read + assemble ({assemble:.2f}x assemble only)")
     bytes_ = r["bytes_per_trace"]
+    read_rates = r["read_and_assemble_turns_per_s"]
+    assemble_rates = r["assemble_only_turns_per_s"]
+    agents = []
+    for chain, label in (("openinference", "OpenInference"), ("openllmetry", "OpenLLMetry")):
+        agent = f"{chain}, LangGraph agent"
+        if agent not in read_rates:
+            continue
+        read = read_rates[chain]["median"] / read_rates[agent]["median"]
+        assemble = assemble_rates[chain]["median"] / assemble_rates[agent]["median"]
+        ok = ok and read <= 1.5
+        agents.append(
+            f"{label} **{read:.2f}x** read + assemble ({assemble:.2f}x assemble only, "
+            f"{r['spans_per_trace'][agent]:.0f} vs {r['spans_per_trace'][chain]:.0f} spans, "
+            f"{bytes_[agent] / bytes_[chain]:.1f}x the bytes)"
+        )
+    agent_cell = f"; LangGraph agent vs the chain, per turn: {'; '.join(agents)}" if agents else ""
     return (
         _link("dialects", "instrumentor dialects")
         + f": time per trace vs OpenInference's traces of the same app, {r['traces_per_dialect']}"
-        " traces each",
+        " traces each; an agent's turns vs the chain's",
         "; ".join(cells)
         + f"; OpenLLMetry files are {bytes_['openllmetry'] / bytes_['openinference']:.1f}x the "
-        "bytes (it writes inputs and outputs twice)",
+        "bytes (it writes inputs and outputs twice)" + agent_cell,
         f"≤ 1.5x: {_met(ok)}",
     )
 

@@ -52,6 +52,8 @@ _MODEL_KEYS: Final = (
 )
 _PROVIDER_KEYS: Final = (semconv.LLM_PROVIDER, semconv.GEN_AI_PROVIDER_NAME, "gen_ai.system")
 _MISSING: Final = object()
+_DOCUMENT_PREFIXES: Final = (semconv.RETRIEVAL_DOCUMENTS_PREFIX + ".", "gen_ai.retrieval.documents")
+"""Keys of document lists a plain step may carry (groundwire's integrations write them)."""
 _STREAM_PLACEHOLDER: Final = re.compile(r"<(?:async_)?generator object[^>]*>")
 """What instrumentors record for an answer that was still streaming when the span ended."""
 _OPAQUE: Final = re.compile(
@@ -230,6 +232,8 @@ class SpanReader:
             documents = [_with_rank(doc, rank) for rank, doc in enumerate(live.documents)]
             return documents, LIVE_ORIGIN
         kind = self.kind(record)
+        if kind == KIND_OTHER and not _mentions_documents(record.attributes, live):
+            return None, None  # one scan keeps the cost off the spans of ordinary steps
         for dialect in DIALECTS:
             found = dialect.documents(record, kind)
             if found is not None:
@@ -247,8 +251,6 @@ class SpanReader:
         the cost stays off the spans of ordinary chains.
         """
         attributes = record.attributes
-        if kind == KIND_OTHER and not _mentions_documents(attributes, live):
-            return None, None
         sources: list[tuple[str, Any, Any]] = []
         if live is not None and live.output is not None:
             sources.append((LIVE_ORIGIN, live.output, attributes.get(semconv.OUTPUT_MIME_TYPE)))
@@ -302,11 +304,19 @@ class SpanReader:
 
 
 def _mentions_documents(attributes: Mapping[str, Any], live: LiveContent | None) -> bool:
-    """True when some text value of the span (or its live output) names a document field: a
-    cheap test that keeps the output walk off the spans of ordinary steps."""
+    """True when a plain step may hold documents: a flattened document list among its keys, or
+    an output (or live output) naming a document field. Inputs are not looked at: documents
+    passed down a chain are not what the step returned. Cheap, so the document readers stay off
+    the spans of ordinary steps."""
     if live is not None and isinstance(live.output, str) and DOCUMENT_MARKER in live.output:
         return True
-    return any(isinstance(value, str) and DOCUMENT_MARKER in value for value in attributes.values())
+    for key in OUTPUT_KEYS:
+        value = attributes.get(key)
+        if isinstance(value, str) and DOCUMENT_MARKER in value:
+            return True
+        if isinstance(value, Mapping | list | tuple):  # structured: walked as it is
+            return True
+    return any(key.startswith(_DOCUMENT_PREFIXES) for key in attributes)
 
 
 def _named(dialect: str, sources: list[Source]) -> Iterator[tuple[str, Any, Any]]:
