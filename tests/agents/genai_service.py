@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from opentelemetry.trace import SpanKind, Tracer
 
@@ -24,6 +25,21 @@ ANSWER = 'It is "330 metres tall", completed in 1889.'
 
 def _parts(texts: Sequence[str]) -> list[dict[str, str]]:
     return [{"type": "text", "content": text} for text in texts]
+
+
+def _chat(tracer: Tracer, messages: list[Any], output: list[Any], **extra: str) -> None:
+    """One `chat` span with its input and output messages, as a GenAI SDK writes it."""
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.input.messages": json.dumps(messages),
+        "gen_ai.output.messages": json.dumps(output),
+        **extra,
+    }
+    with tracer.start_as_current_span(
+        "chat gpt-4o-mini", kind=SpanKind.CLIENT, attributes=attributes
+    ):
+        pass
 
 
 def ask(
@@ -56,18 +72,7 @@ def ask(
             {"role": "user", "parts": _parts([question])},
         ]
         output = [{"role": "assistant", "parts": _parts([answer]), "finish_reason": "stop"}]
-        with tracer.start_as_current_span(
-            "chat gpt-4o-mini",
-            kind=SpanKind.CLIENT,
-            attributes={
-                "gen_ai.operation.name": "chat",
-                "gen_ai.provider.name": "openai",
-                "gen_ai.request.model": "gpt-4o-mini",
-                "gen_ai.input.messages": json.dumps(messages),
-                "gen_ai.output.messages": json.dumps(output),
-            },
-        ):
-            pass
+        _chat(tracer, messages, output, **{"gen_ai.provider.name": "openai"})
         server.set_attribute("http.response.status_code", 200)
     return Truth(question, list(passages), answer)
 
@@ -84,19 +89,9 @@ def ask_agent(
     call = {"type": "tool_call", "id": "call_1", "name": "search", "arguments": {"q": question}}
     result = "\n\n".join(passages)
     with tracer.start_as_current_span("POST /agent", kind=SpanKind.SERVER):
-        with tracer.start_as_current_span(
-            "chat gpt-4o-mini",
-            kind=SpanKind.CLIENT,
-            attributes={
-                "gen_ai.operation.name": "chat",
-                "gen_ai.request.model": "gpt-4o-mini",
-                "gen_ai.input.messages": json.dumps([user]),
-                "gen_ai.output.messages": json.dumps(
-                    [{"role": "assistant", "parts": [call], "finish_reason": "tool_call"}]
-                ),
-            },
-        ):
-            pass
+        _chat(
+            tracer, [user], [{"role": "assistant", "parts": [call], "finish_reason": "tool_call"}]
+        )
         with tracer.start_as_current_span(
             "execute_tool search",
             attributes={
@@ -109,23 +104,11 @@ def ask_agent(
         ):
             pass
         response = {"type": "tool_call_response", "id": "call_1", "response": result}
-        with tracer.start_as_current_span(
-            "chat gpt-4o-mini",
-            kind=SpanKind.CLIENT,
-            attributes={
-                "gen_ai.operation.name": "chat",
-                "gen_ai.request.model": "gpt-4o-mini",
-                "gen_ai.input.messages": json.dumps(
-                    [
-                        user,
-                        {"role": "assistant", "parts": [call]},
-                        {"role": "tool", "parts": [response]},
-                    ]
-                ),
-                "gen_ai.output.messages": json.dumps(
-                    [{"role": "assistant", "parts": _parts([answer]), "finish_reason": "stop"}]
-                ),
-            },
-        ):
-            pass
+        history = [
+            user,
+            {"role": "assistant", "parts": [call]},
+            {"role": "tool", "parts": [response]},
+        ]
+        final = [{"role": "assistant", "parts": _parts([answer]), "finish_reason": "stop"}]
+        _chat(tracer, history, final)
     return Truth(question, [result], answer)

@@ -18,9 +18,10 @@ from groundwire.assembly._diagnose import Diagnoses
 from groundwire.assembly._dialects import OUTPUT_KEYS, OUTPUT_PREFIXES
 from groundwire.assembly._duplicates import DuplicateFilter, drop_duplicates
 from groundwire.assembly._events import with_event_content
+from groundwire.assembly._kinds import KIND_OTHER
 from groundwire.assembly._log_record import LogRecordData
 from groundwire.assembly._pass import assemble_tree, record_of
-from groundwire.assembly._reader import KIND_OTHER, SpanReader, span_kind
+from groundwire.assembly._reader import SpanReader, span_kind
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._roots import turn_roots
 from groundwire.assembly._tree import TraceTree

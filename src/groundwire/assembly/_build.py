@@ -14,16 +14,15 @@ from typing import Any, Final
 from groundwire import semconv
 from groundwire._types import AttributeValue, Context, RagTurn
 from groundwire.assembly._dialects import dialect_rank
-from groundwire.assembly._order import in_call_order
-from groundwire.assembly._reader import (
+from groundwire.assembly._kinds import (
     KIND_GENERATION,
     KIND_OTHER,
     KIND_RERANKER,
     KIND_RETRIEVER,
     KIND_TOOL,
-    LIVE_ORIGIN,
-    SpanReader,
 )
+from groundwire.assembly._order import in_call_order
+from groundwire.assembly._reader import LIVE_ORIGIN, SpanReader
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._roots import TurnRoot
 from groundwire.assembly._tree import TraceTree

@@ -15,9 +15,10 @@ from groundwire import semconv
 from groundwire._types import RagTurn
 from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, OUTPUT_KEYS, Dialect
 from groundwire.assembly._events import CONTENT_EVENT_KEY, with_event_content
+from groundwire.assembly._kinds import KIND_GENERATION, KIND_RETRIEVER
 from groundwire.assembly._log_record import LogRecordData
 from groundwire.assembly._pass import assemble_tree, record_of
-from groundwire.assembly._reader import KIND_GENERATION, KIND_RETRIEVER, SpanReader
+from groundwire.assembly._reader import SpanReader
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
 

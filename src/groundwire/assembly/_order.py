@@ -19,7 +19,8 @@ from typing import Any, Final
 
 from groundwire import semconv
 from groundwire._types import Context
-from groundwire.assembly._reader import KIND_TOOL, SpanReader
+from groundwire.assembly._kinds import KIND_TOOL
+from groundwire.assembly._reader import SpanReader
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
 

@@ -19,27 +19,14 @@ from groundwire.assembly._carried import DOCUMENT_MARKER, state_documents, tool_
 from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, OUTPUT_KEYS, Source
 from groundwire.assembly._extract import answer_text, decode, query_text, user_message_text
 from groundwire.assembly._kinds import (
-    KIND_EMBEDDING,
-    KIND_GENERATION,
     KIND_OTHER,
-    KIND_RERANKER,
     KIND_RETRIEVER,
     KIND_TOOL,
 )
 from groundwire.assembly._record import SpanRecord
 from groundwire.capture import LiveContent, LiveContentStore
 
-__all__ = [
-    "KIND_EMBEDDING",
-    "KIND_GENERATION",
-    "KIND_OTHER",
-    "KIND_RERANKER",
-    "KIND_RETRIEVER",
-    "KIND_TOOL",
-    "LIVE_ORIGIN",
-    "SpanReader",
-    "span_kind",
-]
+__all__ = ["LIVE_ORIGIN", "SpanReader", "span_kind"]
 
 logger = logging.getLogger("groundwire.assembly")
 

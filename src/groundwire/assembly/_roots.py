@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from groundwire.assembly._reader import KIND_GENERATION, KIND_OTHER, KIND_TOOL, SpanReader
+from groundwire.assembly._kinds import KIND_GENERATION, KIND_OTHER, KIND_TOOL
+from groundwire.assembly._reader import SpanReader
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from groundwire.assembly._reader import KIND_GENERATION, SpanReader
+from groundwire.assembly._kinds import KIND_GENERATION
+from groundwire.assembly._reader import SpanReader
 from groundwire.assembly._record import SpanRecord
 
 __all__ = ["TraceTree"]
