@@ -10,7 +10,7 @@ run ends, once, in one `set_attributes` call.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -20,18 +20,12 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 from opentelemetry import trace
-from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
-from opentelemetry.util.types import AttributeValue
+from opentelemetry.trace import Span, TracerProvider
 
 from groundwire import semconv
-from groundwire._types import Context
 from groundwire.capture import (
     LIVE_CONTENT,
-    Attribute,
     CaptureConfig,
-    LiveContent,
-    document_attributes,
-    retrieval_attributes,
     retrieval_span_name,
 )
 from groundwire_langchain._attributes import (
@@ -40,8 +34,17 @@ from groundwire_langchain._attributes import (
     request_attributes,
     response_attributes,
 )
+from groundwire_langchain._recording import (
+    Attributes,
+    collect,
+    contexts,
+    record_error,
+    run_name,
+    session_attributes,
+    write_retrieval,
+    write_values,
+)
 from groundwire_langchain._returned import returned_documents
-from groundwire_langchain._values import to_context, to_text
 from groundwire_langchain.version import __version__
 
 __all__ = ["GroundwireCallbackHandler"]
@@ -50,8 +53,6 @@ logger = logging.getLogger("groundwire_langchain")
 
 FRAMEWORK = "langchain"
 """Value of `groundwire.framework` on the root span of every LangChain run tree."""
-
-_Attributes = dict[str, AttributeValue]
 
 
 @dataclass(slots=True)
@@ -132,8 +133,8 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Open a CHAIN span named after the runnable."""
-        name = _run_name(serialized, kwargs, "chain")
-        attributes: _Attributes = {semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_CHAIN}
+        name = run_name(serialized, kwargs, "chain")
+        attributes: Attributes = {semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_CHAIN}
         self._start(run_id, parent_run_id, name, name, attributes, inputs, metadata)
 
     def on_chain_end(
@@ -176,8 +177,8 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Open a RETRIEVER span, `retrieval {retriever name}`."""
-        name = _run_name(serialized, kwargs, "retriever")
-        attributes: _Attributes = {
+        name = run_name(serialized, kwargs, "retriever")
+        attributes: Attributes = {
             semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_RETRIEVER,
             semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_RETRIEVAL,
             semconv.GEN_AI_DATA_SOURCE_ID: name,
@@ -288,8 +289,8 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Open a TOOL span, `execute_tool {tool name}`."""
-        name = _run_name(serialized, kwargs, "tool")
-        attributes: _Attributes = {
+        name = run_name(serialized, kwargs, "tool")
+        attributes: Attributes = {
             semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_TOOL,
             semconv.TOOL_NAME: name,
             semconv.GEN_AI_OPERATION_NAME: semconv.GEN_AI_OPERATION_EXECUTE_TOOL,
@@ -339,10 +340,10 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         metadata: Mapping[str, Any] | None,
         kwargs: Mapping[str, Any],
     ) -> None:
-        name = _run_name(serialized, kwargs, "llm")
+        name = run_name(serialized, kwargs, "llm")
         model = model_name(metadata, kwargs.get("invocation_params"))
-        attributes: _Attributes = {}
-        _collect(attributes, request_attributes(operation, model, metadata))
+        attributes: Attributes = {}
+        collect(attributes, request_attributes(operation, model, metadata))
         span_name = f"{operation} {model}" if model else name
         self._start(run_id, parent_run_id, span_name, name, attributes, prompt, metadata)
 
@@ -352,7 +353,7 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None,
         span_name: str,
         name: str,
-        attributes: _Attributes,
+        attributes: Attributes,
         inputs: Any,
         metadata: Mapping[str, Any] | None,
     ) -> None:
@@ -361,7 +362,7 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         if parent is None:
             attributes[semconv.GROUNDWIRE_FRAMEWORK] = FRAMEWORK
             if metadata:
-                _collect(attributes, _session_attributes(metadata))
+                collect(attributes, session_attributes(metadata))
             span = self._tracer.start_span(span_name, attributes=attributes)
         else:
             context = trace.set_span_in_context(parent.span)
@@ -382,146 +383,23 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         span = run.span
         try:
             if span.is_recording():
-                attributes: _Attributes = {}
+                attributes: Attributes = {}
                 if run.kind == semconv.SPAN_KIND_RETRIEVER:
-                    self._retrieval(span, run, inputs, documents, attributes)
+                    write_retrieval(
+                        span, self.config, self._lossy, run.name, inputs, documents, attributes
+                    )
                 else:
                     if run.kind == semconv.SPAN_KIND_LLM and isinstance(outputs, LLMResult):
-                        _collect(attributes, response_attributes(outputs))
+                        collect(attributes, response_attributes(outputs))
                         outputs = llm_output_value(outputs)
-                    returned = _contexts(returned_documents(run.kind, outputs) or ())
-                    self._values(span, inputs, outputs, attributes, returned)
+                    returned = contexts(returned_documents(run.kind, outputs) or ())
+                    live = self._lossy and LIVE_CONTENT.enabled
+                    write_values(span, self.config, live, inputs, outputs, attributes, returned)
                 span.set_attributes(attributes)
         except Exception:
             logger.debug("could not record the values of run %r", run.name, exc_info=True)
         try:
             if error is not None and span.is_recording():
-                _record_error(span, error)
+                record_error(span, error)
         finally:
             span.end()
-
-    def _values(
-        self,
-        span: Span,
-        inputs: Any,
-        outputs: Any,
-        attributes: _Attributes,
-        returned: Sequence[Context] = (),
-    ) -> None:
-        """`input.value` / `output.value` as the privacy switches allow; full text to the store.
-
-        Documents a tool or node `returned` are recorded as OpenInference's document list.
-        """
-        config = self.config
-        live = self._lossy and LIVE_CONTENT.enabled
-        input_text = output_text = None
-        if inputs is not None and (live or not config.hide_inputs):
-            converted = _text(inputs)
-            if converted is not None:
-                input_text, mime = converted
-                if not config.hide_inputs:
-                    attributes[semconv.INPUT_VALUE] = config.text(input_text)
-                    attributes[semconv.INPUT_MIME_TYPE] = mime
-        if outputs is not None and (live or not config.hide_outputs):
-            converted = _text(outputs)
-            if converted is not None:
-                output_text, mime = converted
-                if not config.hide_outputs:
-                    attributes[semconv.OUTPUT_VALUE] = config.text(output_text)
-                    attributes[semconv.OUTPUT_MIME_TYPE] = mime
-        if returned:
-            prefix = semconv.RETRIEVAL_DOCUMENTS_PREFIX
-            _collect(attributes, document_attributes(prefix, returned, config))
-        if live:
-            documents = tuple(returned) if returned else None
-            _keep_live(span, LiveContent(input=input_text, output=output_text, documents=documents))
-
-    def _retrieval(
-        self,
-        span: Span,
-        run: _Run,
-        query: Any,
-        documents: Sequence[Document] | None,
-        attributes: _Attributes,
-    ) -> None:
-        """The query and documents in OpenInference and GenAI names (see `groundwire.capture`)."""
-        text = query if isinstance(query, str) else None
-        contexts = _contexts(documents or ())
-        _collect(
-            attributes, retrieval_attributes(text, contexts, self.config, data_source_id=run.name)
-        )
-        if documents is None:  # failed: it returned no list, not an empty one
-            attributes.pop(semconv.GEN_AI_RETRIEVAL_DOCUMENTS, None)
-        if self._lossy and LIVE_CONTENT.enabled:
-            _keep_live(span, LiveContent(input=text, documents=tuple(contexts)))
-
-
-_SESSION_KEYS = ("session_id", "thread_id", "conversation_id")
-"""Run metadata keys that name the conversation, in order of preference."""
-
-
-def _session_attributes(metadata: Mapping[str, Any]) -> Iterator[Attribute]:
-    """`session.id` and `user.id` from the root run's metadata, as Phoenix groups sessions."""
-    for key in _SESSION_KEYS:
-        value = metadata.get(key)
-        if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
-            yield semconv.SESSION_ID, str(value)
-            break
-    user = metadata.get("user_id")
-    if isinstance(user, str | int) and not isinstance(user, bool) and str(user):
-        yield semconv.USER_ID, str(user)
-
-
-def _contexts(documents: Sequence[Document]) -> list[Context]:
-    """The retrieved documents as contexts, ranked; a malformed document loses only itself."""
-    contexts: list[Context] = []
-    for document in documents:
-        try:
-            contexts.append(to_context(document, len(contexts)))
-        except Exception:
-            logger.debug("skipped a retrieved %s", type(document).__name__, exc_info=True)
-    return contexts
-
-
-def _text(value: Any) -> tuple[str, str] | None:
-    """`to_text`, or None when the value cannot be written (only that value is lost)."""
-    try:
-        return to_text(value)
-    except Exception:
-        logger.debug("could not write a %s value", type(value).__name__, exc_info=True)
-        return None
-
-
-def _keep_live(span: Span, content: LiveContent) -> None:
-    context = span.get_span_context()
-    LIVE_CONTENT.put((context.trace_id, context.span_id), content)
-
-
-def _collect(attributes: _Attributes, pairs: Iterator[Attribute]) -> None:
-    """Add one builder's pairs; if the builder fails, only its remaining pairs are lost."""
-    try:
-        for key, value in pairs:
-            attributes[key] = value
-    except Exception:
-        logger.debug("an attribute builder failed", exc_info=True)
-
-
-def _record_error(span: Span, error: BaseException) -> None:
-    span.record_exception(error)
-    span.set_attribute(semconv.ERROR_TYPE, type(error).__qualname__)
-    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
-
-
-def _run_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any], default: str) -> str:
-    """The run's name as LangChain reports it: `name`, else the serialized name or class path."""
-    name = kwargs.get("name")
-    if isinstance(name, str) and name:
-        return name
-    if isinstance(serialized, Mapping):
-        name = serialized.get("name")
-        if isinstance(name, str) and name:
-            return name
-        path = serialized.get("id")
-        if isinstance(path, list) and path:
-            return str(path[-1])
-    return default
