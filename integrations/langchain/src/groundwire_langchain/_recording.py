@@ -56,27 +56,42 @@ def write_values(
 
     Documents a tool or node `returned` are recorded as OpenInference's document list.
     """
-    input_text = output_text = None
-    if inputs is not None and (live or not config.hide_inputs):
-        converted = text_of(inputs)
-        if converted is not None:
-            input_text, mime = converted
-            if not config.hide_inputs:
-                attributes[semconv.INPUT_VALUE] = config.text(input_text)
-                attributes[semconv.INPUT_MIME_TYPE] = mime
-    if outputs is not None and (live or not config.hide_outputs):
-        converted = text_of(outputs)
-        if converted is not None:
-            output_text, mime = converted
-            if not config.hide_outputs:
-                attributes[semconv.OUTPUT_VALUE] = config.text(output_text)
-                attributes[semconv.OUTPUT_MIME_TYPE] = mime
+    input_text = _write_value(
+        inputs, config, live, config.hide_inputs, semconv.INPUT_VALUE, semconv.INPUT_MIME_TYPE,
+        attributes,
+    )  # fmt: skip
+    output_text = _write_value(
+        outputs, config, live, config.hide_outputs, semconv.OUTPUT_VALUE,
+        semconv.OUTPUT_MIME_TYPE, attributes,
+    )  # fmt: skip
     if returned:
         prefix = semconv.RETRIEVAL_DOCUMENTS_PREFIX
         collect(attributes, document_attributes(prefix, returned, config))
     if live:
         documents = tuple(returned) if returned else None
         keep_live(span, LiveContent(input=input_text, output=output_text, documents=documents))
+
+
+def _write_value(
+    value: Any,
+    config: CaptureConfig,
+    live: bool,
+    hidden: bool,
+    key: str,
+    mime_key: str,
+    attributes: Attributes,
+) -> str | None:
+    """One value as text on `key` (unless hidden); the full text, for the live store."""
+    if value is None or not (live or not hidden):
+        return None
+    converted = text_of(value)
+    if converted is None:
+        return None
+    text, mime = converted
+    if not hidden:
+        attributes[key] = config.text(text)
+        attributes[mime_key] = mime
+    return text
 
 
 def write_retrieval(
