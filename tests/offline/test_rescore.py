@@ -147,7 +147,8 @@ def test_html_report_is_self_contained_with_plots_worst_first_and_highlights(
     first = text.index('id="turn-1"')
     assert "500 metres wide" in text[first : text.index('id="turn-2"')]
     assert ("ok", "The Eiffel Tower is 330 metres tall") in parser.marks
-    assert ("bad", "the Eiffel Tower is 500 metres wide") in parser.marks
+    # 330 -> 500 is a changed number: its own state since issue 30 (was "bad", not verified)
+    assert ("changed", "the Eiffel Tower is 500 metres wide") in parser.marks
 
 
 def test_resume_skips_turns_already_written_and_repairs_a_cut_line(
