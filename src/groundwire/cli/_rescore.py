@@ -23,11 +23,18 @@ from groundwire.cli._app import app, console, err_console
 from groundwire.cli._errors import CliError, bad_argument, guarded, nearest
 from groundwire.cli._exit import ExitCode, help_epilog
 from groundwire.cli._outcome import exit_code, explain
-from groundwire.cli._rescore_args import check_paths, endpoint, evaluator_names, evaluator_options
+from groundwire.cli._rescore_args import (
+    check_paths,
+    comparison,
+    endpoint,
+    evaluator_names,
+    evaluator_options,
+)
 from groundwire.cli._rescore_args import evaluators as build_evaluators
 from groundwire.offline.ray_engine import RayEngineError
 from groundwire.offline.readers import FORMATS, BadRecordError
 from groundwire.offline.rescore import RescoreSummary, rescore
+from groundwire.offline.writers import comparison_html, insert_comparison
 
 _EXPORT_OTLP: Final = "--export-otlp"
 _FROM_ENV: Final = "env"
@@ -182,6 +189,15 @@ def rescore_command(
             help="Only the files under folders whose relative path matches, e.g. '*.jsonl.gz'.",
         ),
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            metavar="SCORES",
+            help="An earlier scores file (.jsonl or .csv) of the same traces: say what changed "
+            "(and add a comparison to an .html OUT).",
+        ),
+    ] = None,
 ) -> None:
     """Re-score RAG turns recorded in trace files and write the results to OUT."""
     from groundwire.offline import WindowOptions
@@ -193,7 +209,7 @@ def rescore_command(
     names = evaluator_names(evaluators)
     extra = evaluator_options(options)
     built = build_evaluators(names, extra)
-    check_paths(paths, expected, out)
+    check_paths(paths, expected, out, baseline)
     spec: Any = {name: extra.get(name, {}) for name in names}
     if workers == 1 and engine == "local":
         spec = built
@@ -250,6 +266,7 @@ def rescore_command(
             except ValueError as error:
                 bad_argument(str(error))
             run = phoenix.rescore
+    compared = comparison(baseline, names, phoenix is not None)
     try:
         with progress:
             summary = run(
@@ -269,6 +286,7 @@ def rescore_command(
                 on_problem=on_problem,
                 ray_address=ray_address,
                 glob=glob,
+                **({"on_results": compared.add} if compared is not None else {}),
             )
             if summary.total_bytes and engine == "local":
                 progress.update(task, completed=summary.total_bytes)
@@ -298,6 +316,12 @@ def rescore_command(
     if not quiet:
         console.print(_summary_table(summary))
         console.print(f"results: {escape(os.fspath(out))}", highlight=False, soft_wrap=True)
+    if compared is not None:
+        if out.suffix.lower() == ".html" and out.is_file():
+            insert_comparison(out, comparison_html(compared))
+        if not quiet:
+            for line in compared.lines():
+                console.print(escape(line), highlight=False, soft_wrap=True)
     reason = explain(summary, code)
     if reason is not None:
         err_console.print(

@@ -15,9 +15,22 @@ from urllib.parse import urlsplit
 
 from groundwire._registry import ENTRY_POINT_GROUP, available_evaluators, resolve_evaluators
 from groundwire.cli._errors import bad_argument, nearest
-from groundwire.offline.writers import check_output_paths, output_suffix
+from groundwire.offline.writers import (
+    BaselineError,
+    Comparison,
+    check_output_paths,
+    load_baseline,
+    output_suffix,
+)
 
-__all__ = ["check_paths", "endpoint", "evaluator_names", "evaluator_options", "evaluators"]
+__all__ = [
+    "check_paths",
+    "comparison",
+    "endpoint",
+    "evaluator_names",
+    "evaluator_options",
+    "evaluators",
+]
 
 
 def evaluator_names(values: list[str]) -> list[str]:
@@ -121,8 +134,11 @@ def _is_phoenix(path: Path) -> bool:
     return looks_like_phoenix([path])
 
 
-def check_paths(paths: list[Path], expected: Path | None, out: Path) -> None:
-    """Inputs must exist; OUT must have a known format and not be an input (nothing opened yet)."""
+def check_paths(
+    paths: list[Path], expected: Path | None, out: Path, baseline: Path | None = None
+) -> None:
+    """Inputs must exist; OUT must have a known format and not be an input or the baseline
+    (nothing opened yet)."""
     paths = [path for path in paths if not _is_phoenix(path)]
     for path in paths:
         if not path.exists():
@@ -133,7 +149,23 @@ def check_paths(paths: list[Path], expected: Path | None, out: Path) -> None:
         inputs = [("trace file", path) for path in paths]
         if expected is not None:
             inputs.append(("--expected file", expected))
+        if baseline is not None:
+            inputs.append(("--baseline file", baseline))
         check_output_paths([("--out", out)], inputs)
         output_suffix(out)
     except ValueError as error:
         bad_argument(str(error))
+
+
+def comparison(baseline: Path | None, names: list[str], phoenix: bool) -> Comparison | None:
+    """The `--baseline` scores file loaded for comparing this run with it (None without one)."""
+    if baseline is None:
+        return None
+    if phoenix:
+        bad_argument("--baseline: not available with a phoenix:// input (re-score a file)")
+    if not baseline.is_file():
+        bad_argument(f"--baseline: {baseline} is not a file")
+    try:
+        return Comparison(load_baseline(baseline), names)
+    except BaselineError as error:
+        bad_argument(f"--baseline: {error}")

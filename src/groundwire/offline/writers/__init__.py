@@ -1,7 +1,9 @@
 """Output writers for re-scored turns, chosen by the output file's extension.
 
 `.jsonl` (one JSON object per turn), `.csv`, `.xlsx` (xlsxwriter), `.parquet` (pyarrow) and
-`.html` (a self-contained report). `.jsonl`, `.csv` and `.parquet` can be resumed (`--resume`).
+`.html` (a self-contained report; `Comparison` and `insert_comparison` add a before-and-after
+section against an earlier scores file, `load_baseline`). `.jsonl`, `.csv` and `.parquet` can be
+resumed (`--resume`).
 Outputs are written beside OUT and moved into place at the end (`OutputTarget`), and never over
 an input (`check_output_paths`).
 """
@@ -13,10 +15,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from groundwire.offline.writers._base import ResultWriter
+from groundwire.offline.writers._baseline import Baseline, BaselineError, Comparison, load_baseline
 from groundwire.offline.writers._html import HtmlReportWriter
 from groundwire.offline.writers._lines import CSV_LINE_END, CsvWriter, JsonLinesWriter, csv_header
 from groundwire.offline.writers._parquet import ParquetWriter, parquet_schema, part_files
 from groundwire.offline.writers._parquet import _pyarrow as load_pyarrow
+from groundwire.offline.writers._report_compare import comparison_html, insert_comparison
 from groundwire.offline.writers._target import (
     OutputLock,
     OutputPathError,
@@ -30,6 +34,9 @@ __all__ = [
     "APPENDABLE_SUFFIXES",
     "CSV_LINE_END",
     "OUTPUT_SUFFIXES",
+    "Baseline",
+    "BaselineError",
+    "Comparison",
     "CsvWriter",
     "HtmlReportWriter",
     "JsonLinesWriter",
@@ -40,7 +47,10 @@ __all__ = [
     "ResultWriter",
     "XlsxWriter",
     "check_output_paths",
+    "comparison_html",
     "csv_header",
+    "insert_comparison",
+    "load_baseline",
     "load_pyarrow",
     "open_writer",
     "output_suffix",

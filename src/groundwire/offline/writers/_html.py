@@ -25,6 +25,7 @@ from typing import Final
 
 from groundwire._types import Score
 from groundwire.offline._results import TurnResult
+from groundwire.offline.writers._report_compare import COMPARISON_SLOT
 from groundwire.offline.writers._report_quotes import (
     answer_html,
     context_html,
@@ -131,8 +132,6 @@ class HtmlReportWriter:
         self._counter = itertools.count()
         self._turns = 0
         self._unscored = 0
-        self.extra_sections: list[str] = []
-        """HTML put after the distributions (the comparison with a baseline run)."""
 
     def write(self, result: TurnResult) -> None:
         """Count the turn's scores and keep it if it is among the worst so far."""
@@ -165,7 +164,7 @@ class HtmlReportWriter:
             skipped_html(self._dists, self._turns),
             legend_html(),
             *self._distributions(),
-            *self.extra_sections,
+            COMPARISON_SLOT,
         ]
         ranked = sorted(self._worst, key=lambda item: (-item[0], item[1]))
         out.append(f'<h2 id="worst">Worst turns ({len(ranked)} lowest-scoring, worst first)</h2>')
