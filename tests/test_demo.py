@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from groundwire.demo import QUESTIONS, load_chunks, run_demo
+from groundwire.demo._trace_file import read_online_results
 from groundwire.demo.app import (
     DEMO_SEED,
     STAND_IN_MODEL_NAME,
@@ -158,6 +160,41 @@ def test_demo_summary_shows_real_scores_and_the_files(
         assert name in text and (out / name).is_file()
 
 
+def _without(path: Path, target: Path, signal: str) -> Path:
+    """A copy of an OTLP/JSON-lines file without its span events ("events") or its log
+    records ("logs")."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        data = json.loads(line)
+        if signal == "logs" and "resourceLogs" in data:
+            continue
+        if signal == "events":
+            for resource_spans in data.get("resourceSpans", ()):
+                for scope_spans in resource_spans["scopeSpans"]:
+                    for span in scope_spans["spans"]:
+                        span.pop("events", None)
+        lines.append(json.dumps(data))
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return target
+
+
+def test_demo_summary_reads_results_from_span_events_and_log_records(
+    demo_run: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    """Online results are read from log records as well as span events, each counted once: a
+    file holding only one of the two gives the same scores."""
+    result, out = demo_run
+    text = " ".join(result.stdout.split())
+    assert "12 evaluation results in the trace file (12 as span events, 12 as log records)" in text
+    both = read_online_results(out / "traces.jsonl")
+    logs_only = read_online_results(_without(out / "traces.jsonl", tmp_path / "l.jsonl", "events"))
+    events_only = read_online_results(_without(out / "traces.jsonl", tmp_path / "e.jsonl", "logs"))
+    assert (logs_only.from_events, logs_only.from_logs) == (0, 12)
+    assert (events_only.from_events, events_only.from_logs) == (12, 0)
+    assert both.results == logs_only.results == events_only.results == 12
+    assert both.scores == logs_only.scores == events_only.scores
+
+
 def _fake_openai(request: Any) -> Reply:
     """Answers the demo app with a verbatim quote of source [1]; judges by their schema's fields."""
     tools = request.get("tools")
@@ -210,6 +247,22 @@ def test_demo_reports_a_failing_model_clearly(tmp_path: Path) -> None:
     assert "failed on question 1 (AuthenticationError)" in message
     assert "Traceback" not in result.stderr
     assert (tmp_path / "traces.jsonl").is_file()  # online evaluation was shut down and flushed
+
+
+def test_demo_reports_an_unreachable_model_in_one_line(tmp_path: Path) -> None:
+    """A model server that is not there: exit 1 and one line saying so (the judges' client logs
+    no retry noise), besides the progress lines."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    env = clean_env(GROUNDWIRE_JUDGE_BASE_URL=url, GROUNDWIRE_JUDGE_MODEL="m-1")
+    result = run_cli("demo", "--out", str(tmp_path), "-n", "1", env=env, cwd=tmp_path)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("question ")]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("groundwire demo: the app's model (m-1 at ")
+    assert "failed on question 1 (APIConnectionError)" in lines[0]
 
 
 def test_demo_says_when_hidden_text_leaves_nothing_to_rescore(tmp_path: Path) -> None:

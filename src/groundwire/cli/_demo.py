@@ -171,6 +171,8 @@ def demo_command(
         bad_argument(f"--out: cannot write in {existing} (permission denied)")
     if not verbose:
         logging.getLogger("groundwire").setLevel(logging.ERROR)
+        # The judges' client logs every failed call; a failing model is said once, below.
+        logging.getLogger("instructor").setLevel(logging.CRITICAL)
 
     def step(message: str) -> None:
         """Show a progress line on stderr."""
@@ -205,8 +207,9 @@ def demo_command(
     console.print(
         f"online: {stats.scored} of {stats.submitted} turns scored while the app ran "
         f"({stats.errored} errored, {stats.dropped} dropped); {run.online.results} evaluation "
-        f"results in the trace file; offline re-scoring agrees on {agree} of {compared} "
-        "deterministic scores",
+        f"results in the trace file ({run.online.from_events} as span events, "
+        f"{run.online.from_logs} as log records); offline re-scoring agrees on {agree} of "
+        f"{compared} deterministic scores",
         highlight=False,
     )
     console.print("files:")
