@@ -162,11 +162,9 @@ def context_marks(quotes: list[QuoteView], index: int) -> list[_Mark]:
             continue
         span = (quote.context_start, quote.context_end)
         if quote.state.closest:
-            title = f"closest passage to “{quote.text}” (not a finding)"
-            mark: _Mark = (*span, "closest", title, "")
+            mark: _Mark = (*span, "closest", "closest passage (not a finding)", "")
         else:
-            title = f"{quote.state.label}: “{quote.text}”"
-            mark = (*span, quote.state.style.css, title, "")
+            mark = (*span, quote.state.style.css, quote.state.label, "")
         if span not in marks or marks[span][2] == "closest":
             marks[span] = mark
     return sorted(marks.values())
