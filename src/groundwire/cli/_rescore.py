@@ -34,7 +34,7 @@ from groundwire.cli._rescore_args import evaluators as build_evaluators
 from groundwire.offline.ray_engine import RayEngineError
 from groundwire.offline.readers import FORMATS, BadRecordError
 from groundwire.offline.rescore import RescoreSummary, rescore
-from groundwire.offline.writers import comparison_html, insert_comparison
+from groundwire.offline.writers import comparison_html, insert_comparison, insert_steps
 
 _EXPORT_OTLP: Final = "--export-otlp"
 _FROM_ENV: Final = "env"
@@ -316,6 +316,8 @@ def rescore_command(
     if not quiet:
         console.print(_summary_table(summary))
         console.print(f"results: {escape(os.fspath(out))}", highlight=False, soft_wrap=True)
+    if out.suffix.lower() == ".html" and out.is_file() and phoenix is None:
+        insert_steps(out, paths, fmt)  # agent turns: which step gave which context
     if compared is not None:
         if out.suffix.lower() == ".html" and out.is_file():
             insert_comparison(out, comparison_html(compared))

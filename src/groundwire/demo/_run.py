@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 from groundwire.demo._questions import QUESTIONS
 from groundwire.demo._trace_file import OnlineResults, read_online_results
 from groundwire.offline import RescoreSummary, TurnResult, rescore
-from groundwire.offline.writers import open_writer
+from groundwire.offline.writers import insert_steps, open_writer
 from groundwire.runner import RunnerStats
 
 if TYPE_CHECKING:
@@ -145,6 +145,8 @@ def _rescore_offline(
         for result in results:
             writer.write(result)
         writer.close()
+        if path.suffix == ".html":
+            insert_steps(path, [trace_path], None)
     return summary, results
 
 

@@ -2,7 +2,8 @@
 
 `.jsonl` (one JSON object per turn), `.csv`, `.xlsx` (xlsxwriter), `.parquet` (pyarrow) and
 `.html` (a self-contained report; `Comparison` and `insert_comparison` add a before-and-after
-section against an earlier scores file, `load_baseline`). `.jsonl`, `.csv` and `.parquet` can be
+section against an earlier scores file, `load_baseline`; `insert_steps` lists an agent turn's
+steps from the trace files). `.jsonl`, `.csv` and `.parquet` can be
 resumed (`--resume`).
 Outputs are written beside OUT and moved into place at the end (`OutputTarget`), and never over
 an input (`check_output_paths`).
@@ -21,6 +22,7 @@ from groundwire.offline.writers._lines import CSV_LINE_END, CsvWriter, JsonLines
 from groundwire.offline.writers._parquet import ParquetWriter, parquet_schema, part_files
 from groundwire.offline.writers._parquet import _pyarrow as load_pyarrow
 from groundwire.offline.writers._report_compare import comparison_html, insert_comparison
+from groundwire.offline.writers._report_steps import insert_steps
 from groundwire.offline.writers._target import (
     OutputLock,
     OutputPathError,
@@ -50,6 +52,7 @@ __all__ = [
     "comparison_html",
     "csv_header",
     "insert_comparison",
+    "insert_steps",
     "load_baseline",
     "load_pyarrow",
     "open_writer",

@@ -33,6 +33,7 @@ from groundwire.offline.writers._report_quotes import (
     diffs_html,
     turn_quotes,
 )
+from groundwire.offline.writers._report_steps import steps_slot
 from groundwire.offline.writers._report_style import (
     BINS,
     STYLE,
@@ -216,6 +217,7 @@ class HtmlReportWriter:
             f"<h3>#{rank}: {escape(turn.query)}</h3>",
             f'<div class="ids">trace {escape(turn.trace_id)} · span {escape(turn.span_id)}</div>',
             f'<table class="scores">{"".join(rows)}</table>',
+            steps_slot(turn.trace_id, turn.span_id),
             "<h4>Answer</h4>",
             f'<div class="text answer">{answer_html(turn.answer, quotes)}</div>',
         ]
