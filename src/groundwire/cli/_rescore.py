@@ -316,10 +316,11 @@ def rescore_command(
     if not quiet:
         console.print(_summary_table(summary))
         console.print(f"results: {escape(os.fspath(out))}", highlight=False, soft_wrap=True)
-    if out.suffix.lower() == ".html" and out.is_file() and phoenix is None:
+    html = out.suffix.lower() == ".html" and out.is_file()
+    if html and phoenix is None and not summary.interrupted:
         insert_steps(out, paths, fmt)  # agent turns: which step gave which context
     if compared is not None:
-        if out.suffix.lower() == ".html" and out.is_file():
+        if html:
             insert_comparison(out, comparison_html(compared))
         if not quiet:
             for line in compared.lines():

@@ -162,7 +162,10 @@ def insert_steps(
     if not keys:
         return 0
     files = [p for p in paths if Path(p).is_file()]
-    reports, spans = _reports(files, {trace for trace, _ in keys}, fmt) if files else ({}, {})
+    try:
+        reports, spans = _reports(files, {trace for trace, _ in keys}, fmt)
+    except (OSError, ValueError):  # the run itself read these files; steps are an extra
+        reports, spans = {}, {}
     filled = 0
 
     def fill(match: re.Match[str]) -> str:
