@@ -297,7 +297,8 @@ def rescore_command(
             err_console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
     if not quiet:
         console.print(_summary_table(summary))
-        console.print(f"results: {escape(os.fspath(out))}", highlight=False, soft_wrap=True)
+        shown = os.fspath(summary.out or out)
+        console.print(f"results: {escape(shown)}", highlight=False, soft_wrap=True)
     reason = explain(summary, code)
     if reason is not None:
         err_console.print(
