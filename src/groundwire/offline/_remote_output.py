@@ -17,22 +17,39 @@ OUT and an earlier run's partial output down, so it continues where they stopped
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from groundwire.offline._summary import RescoreSummary
 from groundwire.offline.storage import (
     ObjectPath,
     StorageError,
     download,
     filesystem,
+    object_url,
     remove_objects,
     storage_error,
     upload,
 )
-from groundwire.offline.writers import OutputPathError, partial_path
+from groundwire.offline.writers import OutputPathError, output_suffix, partial_path
 
-__all__ = ["StagedOutput"]
+__all__ = ["StagedOutput", "check_remote_output"]
+
+
+def check_remote_output(url: str, paths: Sequence[str | os.PathLike[str]]) -> None:
+    """An object storage OUT: a known format, and neither an input nor an input's name
+    (OutputPathError, before anything is read)."""
+    output_suffix(url)
+    parent, _, name = url.rpartition("/")
+    for path in paths:
+        if object_url(path) in (url, f"{parent}/{partial_path(name).name}"):
+            raise OutputPathError(
+                f"output {url} is the trace file {path}: writing it would destroy the input; "
+                "choose another output name"
+            )
 
 
 class StagedOutput:
@@ -68,6 +85,16 @@ class StagedOutput:
             if self.existed:
                 download(self.url, self.local)
             download(self.partial_url, partial_path(self.local))
+
+    def finish(
+        self, summary: RescoreSummary, *, failed: bool, notice: Callable[[str], None]
+    ) -> None:
+        """After the local output is finished or set aside: `settle` it, tell `notice`, and
+        point the summary's `kept_partial` at the object that holds a failed run's rows."""
+        kept, rows = summary.kept_partial, summary.turns_scored
+        for note in self.settle(failed=failed, rows=rows, kept=kept):
+            notice(note)
+        summary.kept_partial = ObjectPath(self.partial_url) if failed and kept and rows else None
 
     def settle(self, *, failed: bool, rows: int, kept: Path | None) -> list[str]:
         """After the local output is finished (or set aside): upload it, or what a failed run
@@ -108,11 +135,6 @@ class StagedOutput:
         if where == self.url:
             return [f"the run failed: the {rows} results written are kept in {where}"]
         return [f"the run failed: the {rows} results written are kept in {where}{left}"]
-
-    @property
-    def kept_url(self) -> str:
-        """Where a failed run's rows went (for the summary)."""
-        return self.partial_url
 
     def close(self) -> None:
         """Remove the local folder."""

@@ -27,7 +27,7 @@ from groundwire.offline._export import OtlpExport
 from groundwire.offline._inputs import expand_inputs, input_size
 from groundwire.offline._local_engine import check_workers, score_local
 from groundwire.offline._pipeline import DEFAULT_WINDOW, WindowOptions, iter_turns
-from groundwire.offline._remote_output import StagedOutput
+from groundwire.offline._remote_output import StagedOutput, check_remote_output
 from groundwire.offline._results import TurnResult
 from groundwire.offline._resume import resume_state
 from groundwire.offline._stopping import StopFlag, StopSignals, chunks
@@ -35,7 +35,7 @@ from groundwire.offline._summary import EvaluatorTally, RescoreSummary, tally
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.ray_engine import score_with_ray
 from groundwire.offline.readers import Problems, SpanBatch, TraceFormat
-from groundwire.offline.storage import ObjectPath, object_url
+from groundwire.offline.storage import object_url
 from groundwire.offline.writers import (
     OutputLock,
     OutputPathError,
@@ -44,7 +44,6 @@ from groundwire.offline.writers import (
     check_output_paths,
     open_writer,
     output_suffix,
-    partial_path,
 )
 
 __all__ = [
@@ -138,7 +137,7 @@ def check_inputs(options: RescoreOptions) -> Inputs:
     out_path = Path(options.out) if options.out is not None and out_url is None else None
     expected = options.expected
     if out_url is not None:
-        _check_remote_output(out_url, path_list)
+        check_remote_output(out_url, path_list)
     if out_path is not None:
         output_suffix(out_path)
         inputs: list[tuple[str, str | os.PathLike[str]]] = [
@@ -148,23 +147,9 @@ def check_inputs(options: RescoreOptions) -> Inputs:
             inputs.append(("--expected file", expected))
         check_output_paths([("output", out_path)], inputs)
     gold = ExpectedAnswers.load(expected) if isinstance(expected, str | os.PathLike) else expected
-    notice = options.on_problem or print_notice
-    if out_url is None:
-        return Inputs(path_list, resolved, out_path, gold, notice)
-    remote = StagedOutput(out_url, append=options.resume)
-    return Inputs(path_list, resolved, remote.local, gold, notice, remote)
-
-
-def _check_remote_output(url: str, paths: Sequence[str | os.PathLike[str]]) -> None:
-    """An object storage OUT: a known format, and neither an input nor an input's name."""
-    output_suffix(url)
-    staged_partial = f"{url.rpartition('/')[0]}/{partial_path(url.rpartition('/')[2]).name}"
-    for path in paths:
-        if object_url(path) in (url, staged_partial):
-            raise OutputPathError(
-                f"output {url} is the trace file {path}: writing it would destroy the input; "
-                "choose another output name"
-            )
+    remote = StagedOutput(out_url, append=options.resume) if out_url is not None else None
+    out = remote.local if remote is not None else out_path
+    return Inputs(path_list, resolved, out, gold, options.on_problem or print_notice, remote)
 
 
 def hold_output(out: Path | None) -> OutputLock | None:
@@ -355,21 +340,19 @@ class Run:
         summary.interrupted = stop.is_set() and (not stop.input_exhausted or self.read_stopped)
         if self.inputs.gold is not None and self.options.engine == "local":
             summary.expected_matched = self.inputs.gold.matched
-        remote = self.inputs.remote
+        remote, notice = self.inputs.remote, self.inputs.notice
         try:
-            if self.writer is not None and remote is None:
+            if self.writer is not None:
+                quiet = remote is not None  # a staged output's notices name its object instead
                 finish_output(
-                    self.writer, self.target, summary, failed=failed, notice=self.inputs.notice
+                    self.writer,
+                    self.target,
+                    summary,
+                    failed=failed,
+                    notice=_ignore if quiet else notice,
                 )
-            elif self.writer is not None and remote is not None:
-                finish_output(self.writer, self.target, summary, failed=failed, notice=_ignore)
-                kept = summary.kept_partial
-                rows = summary.turns_scored
-                for note in remote.settle(failed=failed, rows=rows, kept=kept):
-                    self.inputs.notice(note)
-                summary.kept_partial = ObjectPath(remote.kept_url) if kept and rows else None
-            elif remote is not None:
-                remote.close()
+            if remote is not None:
+                remote.finish(summary, failed=failed, notice=notice)
         finally:
             if self.lock is not None:
                 self.lock.release()
@@ -382,7 +365,7 @@ class Run:
 
 
 def _ignore(text: str) -> None:
-    """Drop a notice (a staged output's own notices name its object instead)."""
+    """Drop a notice."""
 
 
 def run_rescore(options: RescoreOptions) -> RescoreSummary:
