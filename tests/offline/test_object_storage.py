@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from groundwire.cli import app
 from groundwire.cli._exit import ExitCode
 from groundwire.offline import Problems, read_spans, rescore
 from groundwire.offline._inputs import expand_inputs
+from groundwire.offline.readers import open_source
+from groundwire.offline.storage import BLOCK_SIZE
 from tests.offline._s3_server import DENIED, S3Server, s3_reader
 from tests.offline._traces import gzip_copy, record_turns, write_groundwire_jsonl
 
@@ -122,6 +125,28 @@ def test_a_prefix_lists_its_objects_sorted_by_key_and_glob_matches_below_it(
     ]
     one = expand_inputs(["s3://traces/otel/a.jsonl.gz"])
     assert one == ["s3://traces/otel/a.jsonl.gz"]
+
+
+def test_an_object_is_streamed_in_bounded_memory(server: S3Server, local_copy: Path) -> None:
+    """Reading a 40 MiB object holds a few range blocks at a time (each fetched block is
+    copied a few times on its way), never the whole object."""
+    size = 40 << 20
+    line = b'{"resourceSpans": []}' + b" " * 100 + b"\n"
+    server.admin.put_object(Bucket="traces", Key="big/big.jsonl", Body=line * (size // len(line)))
+    with open_source("s3://traces/otel/a.jsonl.gz"):  # the client's own set-up is not measured
+        pass
+    tracemalloc.start()
+    try:
+        with open_source("s3://traces/big/big.jsonl") as source:
+            read = 0
+            while chunk := source.stream.read(1 << 16):
+                read += len(chunk)
+            assert source.position == source.size == read
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert read >= size - len(line)
+    assert peak < 6 * BLOCK_SIZE < size
 
 
 def test_a_cut_object_is_reported_by_object_and_line(
