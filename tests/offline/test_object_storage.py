@@ -7,10 +7,14 @@ from objects and from local files: the rows must be the same.
 
 from __future__ import annotations
 
+import functools
 import gzip
+import importlib.util
 import logging
+import threading
 import tracemalloc
 from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +220,31 @@ def test_bad_credentials_are_one_clear_line_and_no_secret_is_ever_shown(
     secret = server.environ["AWS_SECRET_ACCESS_KEY"]
     for text in (result.output, caplog.text, *good[1:]):
         assert wrong not in text and secret not in text
+
+
+def test_https_objects_and_a_missing_filesystem_package(local_copy: Path, tmp_path: Path) -> None:
+    """An `https://`-style URL is read through fsspec's HTTP filesystem (here plain HTTP on
+    loopback) with the rows of the local file; a scheme whose package is missing (gcsfs) is one
+    line naming what to install, exit 2."""
+    pytest.importorskip("aiohttp", reason="fsspec's HTTP filesystem needs aiohttp")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(local_copy))
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as http:
+        thread = threading.Thread(target=http.serve_forever, daemon=True)
+        thread.start()
+        try:
+            port = http.server_address[1]
+            url = f"http://127.0.0.1:{port}/2026-11/b.jsonl"
+            remote = rescore([url], SPEC, tmp_path / "http.jsonl")
+        finally:
+            http.shutdown()
+    rescore([local_copy / "2026-11" / "b.jsonl"], SPEC, tmp_path / "local.jsonl")
+    assert _rows(tmp_path / "http.jsonl") == _rows(tmp_path / "local.jsonl")
+    assert remote.read.files == 1 and remote.read.spans > 0
+    if importlib.util.find_spec("gcsfs") is None:
+        code, _, err = _run(
+            "gs://bucket/traces/", "-e", "quoted_spans", "-o", tmp_path / "o.jsonl", "-q"
+        )
+        assert code == ExitCode.BAD_ARGUMENTS
+        assert err.strip() == (
+            "error: gs:// inputs and outputs need fsspec and gcsfs: pip install fsspec gcsfs"
+        )

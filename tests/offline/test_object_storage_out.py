@@ -110,6 +110,37 @@ def test_a_failed_run_leaves_no_output_object_and_names_where_its_rows_are(
     assert notices[-1].endswith("; s3://results/fail/s.jsonl is left as it was")
 
 
+def test_a_failed_parquet_run_uploads_its_parts_and_resume_finishes_it(server: S3Server) -> None:
+    """Parquet: the failed run's complete row-group files go under OUT's partial prefix,
+    readable as a dataset, and no OUT object; `resume` takes them, scores the rest, uploads OUT
+    whole and removes the partial prefix."""
+    pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
+    notices: list[str] = []
+    with pytest.raises(RuntimeError):
+        rescore(
+            ["s3://traces/out-tests/t.jsonl"], SPEC, "s3://results/pq/s.parquet",
+            chunk_size=2, progress=_failing_after(1), on_problem=notices.append,
+        )  # fmt: skip
+    assert _object(server, "pq/s.parquet") is None
+    parts = _keys(server, "pq/s.partial.parquet/")
+    assert parts and all(key.endswith(".parquet") and "/part-" in key for key in parts)
+    rows = sum(
+        pyarrow_parquet.read_table(io.BytesIO(_object(server, key) or b"")).num_rows
+        for key in parts
+    )
+    assert rows == 4
+    assert notices == [
+        "the run failed: the 4 results written are kept in s3://results/pq/s.partial.parquet"
+    ]
+    resumed = rescore(
+        ["s3://traces/out-tests/t.jsonl"], SPEC, "s3://results/pq/s.parquet", resume=True
+    )
+    assert (resumed.counts.resumed, resumed.turns_scored) == (4, 2)
+    whole = pyarrow_parquet.read_table(io.BytesIO(_object(server, "pq/s.parquet") or b""))
+    assert whole.num_rows == 6 and len(set(whole.column("trace_id").to_pylist())) == 6
+    assert _keys(server, "pq/") == ["pq/s.parquet"]
+
+
 def test_resume_continues_an_output_held_in_storage(
     server: S3Server, traces: Path, tmp_path: Path
 ) -> None:

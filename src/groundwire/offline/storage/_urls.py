@@ -116,10 +116,8 @@ def filesystem(url: str) -> tuple[Any, str]:
 def _install_hint(scheme: str) -> str:
     """What to install to read `scheme://` URLs."""
     package = _PACKAGES.get(scheme, "fsspec")
-    return (
-        f"{scheme}:// inputs and outputs need fsspec and {package}: "
-        f"pip install 'groundwire[s3]' (or pip install fsspec {package})"
-    )
+    how = "pip install 'groundwire[s3]'" if package == "s3fs" else f"pip install fsspec {package}"
+    return f"{scheme}:// inputs and outputs need fsspec and {package}: {how}"
 
 
 def storage_error(url: str, error: BaseException, action: str = "read") -> BaseException:
