@@ -315,7 +315,8 @@ def rescore_command(
             err_console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
     if not quiet:
         console.print(_summary_table(summary))
-        console.print(f"results: {escape(os.fspath(out))}", highlight=False, soft_wrap=True)
+        shown = os.fspath(summary.out or out)
+        console.print(f"results: {escape(shown)}", highlight=False, soft_wrap=True)
     html = out.suffix.lower() == ".html" and out.is_file()
     if html and phoenix is None and not summary.interrupted:
         insert_steps(out, paths, fmt)  # agent turns: which step gave which context

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from groundwire._registry import ENTRY_POINT_GROUP, available_evaluators, resolve_evaluators
 from groundwire.cli._errors import bad_argument, nearest
+from groundwire.offline.storage import object_url
 from groundwire.offline.writers import (
     BaselineError,
     Comparison,
@@ -139,7 +140,8 @@ def check_paths(
 ) -> None:
     """Inputs must exist; OUT must have a known format and not be an input or the baseline
     (nothing opened yet)."""
-    paths = [path for path in paths if not _is_phoenix(path)]
+    # phoenix:// and object storage URLs (s3://...) are checked when they are read
+    paths = [path for path in paths if not _is_phoenix(path) and object_url(path) is None]
     for path in paths:
         if not path.exists():
             bad_argument(f"trace file {path} does not exist")
@@ -151,7 +153,8 @@ def check_paths(
             inputs.append(("--expected file", expected))
         if baseline is not None:
             inputs.append(("--baseline file", baseline))
-        check_output_paths([("--out", out)], inputs)
+        if object_url(out) is None:
+            check_output_paths([("--out", out)], inputs)
         output_suffix(out)
     except ValueError as error:
         bad_argument(str(error))

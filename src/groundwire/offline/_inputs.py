@@ -11,6 +11,11 @@ the right, as `PurePath.match` does: `*.json` matches at any depth, `2026-11/*.g
 down). Hidden files and folders (a leading dot) are passed over; without `glob`, other files
 under a folder are reported (one message per folder, naming them), so nothing is skipped
 silently.
+
+An object storage URL (`s3://bucket/prefix/`, `gs://`, `az://`, `https://`; see
+`groundwire.offline.storage`) is taken the same way: an object named on its own, or every object
+under a prefix, recursively and sorted by key, hidden names passed over, `glob` matched against
+the key below the prefix.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-__all__ = ["COMPRESSED_SUFFIXES", "TRACE_SUFFIXES", "InputFiles", "expand_inputs"]
+from groundwire.offline.storage import list_objects, object_size, object_url
+
+__all__ = ["COMPRESSED_SUFFIXES", "TRACE_SUFFIXES", "InputFiles", "expand_inputs", "input_size"]
 
 TRACE_SUFFIXES: Final = (".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".proto", ".otlp")
 """Names of trace files in a folder: OTLP/JSON (lines), OTLP protobuf, Jaeger JSON."""
@@ -30,10 +37,13 @@ _SHOWN: Final = 5
 """How many skipped names a report lists."""
 
 
-class InputFiles(list[Path]):
-    """The trace files to read, in order, with the folders' files that were passed over."""
+class InputFiles(list[Path | str]):
+    """The trace files to read, in order, with the folders' files that were passed over
+    (object storage URLs as text)."""
 
-    def __init__(self, files: Sequence[Path] = (), skipped: Sequence[Path] = ()) -> None:
+    def __init__(
+        self, files: Sequence[Path | str] = (), skipped: Sequence[Path | str] = ()
+    ) -> None:
         """Files to read, and files under the folders that were not taken."""
         super().__init__(files)
         self.skipped = list(skipped)
@@ -67,40 +77,31 @@ def expand_inputs(
     """The trace files named by `paths`, folders expanded; FileNotFoundError for missing paths.
 
     Files under a folder without a trace name are reported to `on_problem` (one message per
-    folder). A folder that yields no file is an error only when no path yields any.
+    folder). A folder that yields no file is an error only when no path yields any. An object
+    storage URL is a file or a folder too (an object, or every object under a prefix) and comes
+    back as the URL's text; StorageError when the storage refuses to list it.
     """
     if glob is not None and not glob.strip():
         raise ValueError("--glob needs a pattern, e.g. '*.jsonl.gz'")
-    missing = [os.fspath(path) for path in paths if not Path(path).exists()]
-    if missing:
-        raise FileNotFoundError(f"no such trace file or folder: {', '.join(missing)}")
-    files: list[Path] = []
-    skipped: list[Path] = []
-    seen: set[Path] = set()
+    listed = _list(paths)
+    files: list[Path | str] = []
+    skipped: list[Path | str] = []
+    seen: set[object] = set()
     empty: list[str] = []
-    for given in paths:
-        path = Path(given)
-        if not path.is_dir():
-            candidates = [path]
+    for given, under in listed:
+        if under is None:
+            candidates: list[Path | str] = [given]
         else:
-            under = _walk(path)
-            if glob is not None:
-                candidates = [
-                    file
-                    for file in under
-                    if PurePosixPath(file.relative_to(path).as_posix()).match(glob)
-                ]
-            else:
-                candidates = [file for file in under if _is_trace_name(file.name)]
-            taken = set(candidates)
-            passed = [file for file in under if file not in taken]
-            skipped.extend(passed)
+            taken = _matcher(glob)
+            candidates = [item for name, item in under if taken(name)]
+            passed = [name for name, _ in under if not taken(name)]
+            skipped.extend(item for name, item in under if not taken(name))
             if passed and glob is None and on_problem is not None:
-                on_problem(_skipped_message(path, passed))
+                on_problem(_skipped_message(given, passed))
             if not candidates:
-                empty.append(os.fspath(path))
+                empty.append(os.fspath(given))
         for file in candidates:
-            key = file.resolve()
+            key = file.resolve() if isinstance(file, Path) else file
             if key not in seen:
                 seen.add(key)
                 files.append(file)
@@ -110,13 +111,73 @@ def expand_inputs(
     return InputFiles(files, skipped)
 
 
+_Listing = list[tuple[str, Path | str]]
+"""A folder's or prefix's files: (path relative to it, the file or object URL)."""
+
+
+def _list(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path | str, _Listing | None]]:
+    """Each given path with the files under it (None for a file given on its own); every
+    missing path named in one FileNotFoundError."""
+    listed: list[tuple[Path | str, _Listing | None]] = []
+    missing: list[str] = []
+    for given in paths:
+        url = object_url(given)
+        if url is not None:
+            try:
+                is_prefix, objects = list_objects(url)
+            except FileNotFoundError:
+                missing.append(url)
+                continue
+            if not is_prefix:
+                listed.append((url, None))
+                continue
+            start = len(url.rstrip("/")) + 1
+            names = [(found[start:], found) for found, _ in objects]
+            listed.append((url, [(n, f) for n, f in names if not _hidden(n)]))
+            continue
+        path = Path(given)
+        if not path.exists():
+            missing.append(os.fspath(given))
+        elif path.is_dir():
+            listed.append((path, [(f.relative_to(path).as_posix(), f) for f in _walk(path)]))
+        else:
+            listed.append((path, None))
+    if missing:
+        raise FileNotFoundError(f"no such trace file or folder: {', '.join(missing)}")
+    return listed
+
+
+def _matcher(glob: str | None) -> Callable[[str], bool]:
+    """Whether a relative name is taken: it matches `glob`, or (no glob) has a trace name."""
+    if glob is None:
+        return _is_trace_name
+    return lambda name: PurePosixPath(name).match(glob)
+
+
+def _hidden(relative: str) -> bool:
+    """True when a part of an object's key below its prefix starts with a dot."""
+    return any(part.startswith(".") for part in relative.split("/"))
+
+
+def input_size(path: str | os.PathLike[str]) -> int:
+    """A trace file's (or object's) size in bytes, 0 when it cannot be read (the reader says
+    why)."""
+    url = object_url(path)
+    if url is not None:
+        return object_size(url)
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def _wanted() -> str:
     """The names a folder's trace files must have, for messages."""
     return f"named *{{{','.join(TRACE_SUFFIXES)}}}[.gz|.zst]"
 
 
-def _skipped_message(folder: Path, passed: list[Path]) -> str:
-    """One line naming the files passed over under `folder`."""
-    names = ", ".join(file.relative_to(folder).as_posix() for file in passed[:_SHOWN])
+def _skipped_message(folder: Path | str, passed: list[str]) -> str:
+    """One line naming the files passed over under `folder` (by their relative names)."""
+    names = ", ".join(passed[:_SHOWN])
     more = f" and {len(passed) - _SHOWN} more" if len(passed) > _SHOWN else ""
     return f"{folder}: skipped {len(passed)} file(s) not {_wanted()}: {names}{more}"

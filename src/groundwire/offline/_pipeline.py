@@ -27,6 +27,7 @@ from groundwire import semconv
 from groundwire._types import RagTurn
 from groundwire.assembly import Diagnoses, LogRecordData, SpanRecord, has_content, turns_from_spans
 from groundwire.offline._grouping import SpillGrouper, partition_count, trace_gap
+from groundwire.offline._inputs import input_size
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import Problems, SpanBatch, TraceFormat, read_spans
@@ -313,8 +314,5 @@ def _grouped_turns(
 
 
 def _size(path: str | os.PathLike[str]) -> int:
-    """The file's size on disk, 0 when it cannot be read (the reader reports it)."""
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
+    """The file's (or object's) size, 0 when it cannot be read (the reader reports it)."""
+    return input_size(path)

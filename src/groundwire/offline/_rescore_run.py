@@ -24,9 +24,10 @@ from groundwire._evaluate import EvaluatorSpec
 from groundwire._evaluator import AnyEvaluator
 from groundwire._registry import resolve_evaluators
 from groundwire.offline._export import OtlpExport
-from groundwire.offline._inputs import expand_inputs
+from groundwire.offline._inputs import expand_inputs, input_size
 from groundwire.offline._local_engine import check_workers, score_local
 from groundwire.offline._pipeline import DEFAULT_WINDOW, WindowOptions, iter_turns
+from groundwire.offline._remote_output import StagedOutput, check_remote_output
 from groundwire.offline._results import TurnResult
 from groundwire.offline._resume import resume_state
 from groundwire.offline._stopping import StopFlag, StopSignals, chunks
@@ -34,6 +35,7 @@ from groundwire.offline._summary import EvaluatorTally, RescoreSummary, tally
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.ray_engine import score_with_ray
 from groundwire.offline.readers import Problems, SpanBatch, TraceFormat
+from groundwire.offline.storage import object_url
 from groundwire.offline.writers import (
     OutputLock,
     OutputPathError,
@@ -98,6 +100,8 @@ class Inputs:
     out: Path | None
     gold: ExpectedAnswers | None
     notice: Callable[[str], None]
+    remote: StagedOutput | None = None
+    """OUT in object storage (`out` is then its local stage)."""
 
     @property
     def names(self) -> list[str]:
@@ -129,8 +133,11 @@ def check_inputs(options: RescoreOptions) -> Inputs:
         raise ValueError(f"chunk_size must be an int of at least 1, got {chunk_size!r}")
     check_workers(options.workers, options.evaluators)
     resolved = resolve_evaluators(options.evaluators)
-    out_path = Path(options.out) if options.out is not None else None
+    out_url = object_url(options.out) if options.out is not None else None
+    out_path = Path(options.out) if options.out is not None and out_url is None else None
     expected = options.expected
+    if out_url is not None:
+        check_remote_output(out_url, path_list)
     if out_path is not None:
         output_suffix(out_path)
         inputs: list[tuple[str, str | os.PathLike[str]]] = [
@@ -140,7 +147,9 @@ def check_inputs(options: RescoreOptions) -> Inputs:
             inputs.append(("--expected file", expected))
         check_output_paths([("output", out_path)], inputs)
     gold = ExpectedAnswers.load(expected) if isinstance(expected, str | os.PathLike) else expected
-    return Inputs(path_list, resolved, out_path, gold, options.on_problem or print_notice)
+    remote = StagedOutput(out_url, append=options.resume) if out_url is not None else None
+    out = remote.local if remote is not None else out_path
+    return Inputs(path_list, resolved, out, gold, options.on_problem or print_notice, remote)
 
 
 def hold_output(out: Path | None) -> OutputLock | None:
@@ -167,6 +176,8 @@ def start(options: RescoreOptions, inputs: Inputs, lock: OutputLock | None) -> R
     try:
         skip: set[tuple[str, str]] = set()
         resume_notes: list[str] = []
+        if inputs.remote is not None:
+            inputs.remote.fetch()
         if options.resume and inputs.out is not None:
             state = resume_state(inputs.out, inputs.names)
             skip, resume_notes = state.keys, state.notes
@@ -174,10 +185,10 @@ def start(options: RescoreOptions, inputs: Inputs, lock: OutputLock | None) -> R
                 inputs.notice(note)
         summary = RescoreSummary(
             evaluators=inputs.names,
-            out=inputs.out,
+            out=inputs.out if inputs.remote is None else inputs.remote.path,
             engine=options.engine,
             workers=options.workers,
-            total_bytes=sum(Path(p).stat().st_size for p in inputs.paths),
+            total_bytes=sum(input_size(p) for p in inputs.paths),
             tallies={name: EvaluatorTally() for name in inputs.names},
             results=None if inputs.out is not None else [],
             resume_notes=resume_notes,
@@ -187,6 +198,8 @@ def start(options: RescoreOptions, inputs: Inputs, lock: OutputLock | None) -> R
     except BaseException:
         if lock is not None:
             lock.release()
+        if inputs.remote is not None:
+            inputs.remote.close()
         raise
     return Run(options, inputs, summary, problems, skip, lock, export)
 
@@ -327,11 +340,19 @@ class Run:
         summary.interrupted = stop.is_set() and (not stop.input_exhausted or self.read_stopped)
         if self.inputs.gold is not None and self.options.engine == "local":
             summary.expected_matched = self.inputs.gold.matched
+        remote, notice = self.inputs.remote, self.inputs.notice
         try:
             if self.writer is not None:
+                quiet = remote is not None  # a staged output's notices name its object instead
                 finish_output(
-                    self.writer, self.target, summary, failed=failed, notice=self.inputs.notice
+                    self.writer,
+                    self.target,
+                    summary,
+                    failed=failed,
+                    notice=_ignore if quiet else notice,
                 )
+            if remote is not None:
+                remote.finish(summary, failed=failed, notice=notice)
         finally:
             if self.lock is not None:
                 self.lock.release()
@@ -341,6 +362,10 @@ class Run:
                 summary.exported_log_records = self.export.log_records
                 summary.export = self.export.report
         summary.elapsed_s = time.perf_counter() - self.started
+
+
+def _ignore(text: str) -> None:
+    """Drop a notice."""
 
 
 def run_rescore(options: RescoreOptions) -> RescoreSummary:

@@ -1,4 +1,8 @@
-"""Opening trace files: transparent gzip/zstd decompression, damage detection, byte progress.
+"""Opening trace files and objects: transparent gzip/zstd decompression, damage detection,
+byte progress.
+
+An object storage URL (`s3://bucket/key`, see `groundwire.offline.storage`) is read by range
+requests into the same stream as a file, so every guarantee below holds for objects too.
 
 Compression is recognised by its magic bytes, not the file name, so `traces.jsonl` that is really
 gzip (or a `.gz` that is not) still reads. The raw file's position is exposed for progress bars.
@@ -21,6 +25,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
+
+from groundwire.offline.storage import ObjectPath, object_url, open_object, storage_error
 
 __all__ = ["Damage", "SourceFile", "open_source"]
 
@@ -191,7 +197,14 @@ class _ZstdRaw(io.RawIOBase):
 class SourceFile:
     """A trace file opened for binary reading, decompressed; `position` is raw bytes consumed."""
 
-    def __init__(self, path: Path, raw: IO[bytes], guarded: _Guarded, compression: str | None):
+    def __init__(
+        self,
+        path: Path,
+        raw: IO[bytes],
+        guarded: _Guarded,
+        compression: str | None,
+        size: int | None = None,
+    ):
         self.path = path
         self._raw = raw
         self._guarded = guarded
@@ -199,8 +212,8 @@ class SourceFile:
         """The decompressed bytes (ending early, never raising, where the file is damaged)."""
         self.compression = compression
         """`gzip`, `zstd` or None."""
-        self.size = os.fstat(raw.fileno()).st_size
-        """The file's size on disk (compressed)."""
+        self.size = os.fstat(raw.fileno()).st_size if size is None else size
+        """The file's (or object's) size in storage (compressed)."""
 
     @property
     def damage(self) -> Damage | None:
@@ -242,27 +255,42 @@ def _zstandard(path: Path) -> Any:
 
 
 def open_source(path: str | os.PathLike[str]) -> SourceFile:
-    """Open `path` for streaming, decompressing gzip or zstd when its first bytes say so."""
-    file_path = Path(path)
-    if file_path.is_dir():
-        raise ValueError(f"{file_path} is a directory; pass the trace files inside it")
-    raw = file_path.open("rb", buffering=0)
+    """Open `path` (a file, or an object storage URL) for streaming, decompressing gzip or zstd
+    when its first bytes say so.
+
+    An object is read by range requests (`groundwire.offline.storage.BLOCK_SIZE` at a time), and
+    `SourceFile.path` is then an `ObjectPath` whose text is the URL, so every message names it.
+    """
+    url = object_url(path)
+    size: int | None = None
+    errors: tuple[type[BaseException], ...] = (OSError,)
+    if url is not None:
+        file_path: Path = ObjectPath(url)
+        raw, size = open_object(url)
+        errors = (Exception,)  # a transport failure after the client's retries: damage here
+    else:
+        file_path = Path(path)
+        if file_path.is_dir():
+            raise ValueError(f"{file_path} is a directory; pass the trace files inside it")
+        raw = file_path.open("rb", buffering=0)
     try:
         magic = raw.read(4)
         raw.seek(0)
-        errors: tuple[type[BaseException], ...] = (OSError,)
         if magic.startswith(_GZIP_MAGIC):
             inner: Any = gzip.GzipFile(fileobj=raw, mode="rb")
             compression: str | None = "gzip"
-            errors = (OSError, zlib.error)
+            errors = (*errors, zlib.error)
         elif magic == _ZSTD_MAGIC:
             zstandard = _zstandard(file_path)
             inner = _ZstdRaw(raw, zstandard)
             compression = "zstd"
-            errors = (OSError, zstandard.ZstdError)
+            errors = (*errors, zstandard.ZstdError)
         else:
             inner, compression = raw, None
-        return SourceFile(file_path, raw, _Guarded(inner, compression, errors), compression)
-    except BaseException:
+        guarded = _Guarded(inner, compression, errors)
+        return SourceFile(file_path, raw, guarded, compression, size)
+    except BaseException as error:
         raw.close()
+        if url is not None and not isinstance(error, ValueError | ImportError | KeyboardInterrupt):
+            raise storage_error(url, error) from None
         raise
