@@ -65,6 +65,7 @@ from groundwire.calibrate._stats import (
     resample_indices,
     spearman,
 )
+from groundwire.calibrate._traces import Scored, TracesRead, read_turns, score_turns
 
 __all__ = [
     "CATEGORIES",
@@ -83,8 +84,10 @@ __all__ = [
     "Match",
     "Pair",
     "Scale",
+    "Scored",
     "ScoredTurn",
     "Threshold",
+    "TracesRead",
     "Unmatched",
     "accuracy",
     "agreement",
@@ -99,8 +102,10 @@ __all__ = [
     "pearson",
     "read_labels",
     "read_scores",
+    "read_turns",
     "report_dict",
     "resample_indices",
+    "score_turns",
     "scored_turns",
     "series_name",
     "show",
