@@ -14,9 +14,11 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from typer.testing import CliRunner
 
+from groundwire import semconv
 from groundwire.calibrate import read_turns
 from groundwire.cli import app
 from groundwire.cli._exit import ExitCode
+from groundwire.judges import GROUNDEDNESS_PROMPT_HASH
 from groundwire.testing import OpenAIServer, Reply, structured
 from tests.calibrate._files import write_labels_csv
 from tests.offline._cli_files import write_turns
@@ -96,8 +98,13 @@ def test_two_judges_ranked_with_kappa_in_interval(
         assert kappa["low"] <= 2 * rate - 1 <= kappa["high"], (model, kappa)
         assert rows[model]["n"] == TURNS
         assert rows[model]["tokens"] == TURNS * 2 * 15  # two prompts, 10 + 5 tokens a call
+        assert rows[model]["made_by"] == {
+            semconv.GROUNDWIRE_JUDGE_MODEL: [model],
+            semconv.GROUNDWIRE_JUDGE_PROMPT_VERSION: [GROUNDEDNESS_PROMPT_HASH],
+        }
     assert rows["strong"]["kappa"]["value"] > rows["weak"]["kappa"]["high"]
-    assert "strong" in result.stdout and "weak" in result.stdout
+    made_by = f"model strong; prompts {GROUNDEDNESS_PROMPT_HASH}"
+    assert f"groundedness / mean @ strong scored by judge {made_by}" in result.stdout
 
 
 def test_dead_judge_exits_all_evaluations_failed(files: tuple[Path, Path]) -> None:

@@ -110,6 +110,9 @@ class Agreement:
     """Judge tokens (input + output) spent on every turn of this judge's run."""
     unscored: int = 0
     """Labelled turns where the judge gave no value (an error or a skip): left out of `n`."""
+    made_by: dict[str, list[str]] = field(default_factory=dict)
+    """The scores' judge model and prompt hash (`groundwire.*` names), every value seen: more
+    than one means the scores mix configurations."""
 
 
 def on_scale(values: Any, scale: Scale) -> Any:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from groundwire import semconv
 from groundwire.calibrate import _stats as stats
 from groundwire.calibrate._agreement import (
     CATEGORIES,
@@ -97,6 +98,21 @@ def _prompts(matches: Sequence[Match]) -> list[str | None]:
     return [MEAN_PROMPT, *names] if names else [None]
 
 
+def _made_by(matches: Sequence[Match]) -> dict[str, list[str]]:
+    """Every judge model and prompt hash the matched scores name."""
+    seen: dict[str, dict[str, None]] = {}
+    for match in matches:
+        details = match.turn.scores[match.label.evaluator].details
+        for key, detail in (
+            (semconv.GROUNDWIRE_JUDGE_MODEL, semconv.DETAIL_JUDGE_MODEL),
+            (semconv.GROUNDWIRE_JUDGE_PROMPT_VERSION, semconv.DETAIL_PROMPT_VERSION),
+        ):
+            value = details.get(detail)
+            if isinstance(value, str) and value:
+                seen.setdefault(key, {})[value] = None
+    return {key: list(values) for key, values in seen.items()}
+
+
 def _tokens(turns: Sequence[ScoredTurn], evaluator: str) -> int | None:
     """Judge tokens the run spent on `evaluator` (None when no score reports usage)."""
     usages = [t.scores[evaluator].usage for t in turns if evaluator in t.scores]
@@ -134,6 +150,7 @@ def _run_agreements(
                         annotator=annotator,
                         tokens=_tokens(turns, evaluator),
                         unscored=len(values) - len(pairs),
+                        made_by=_made_by(matches),
                     )
                 )
     return rows, joined.matched, joined.unmatched

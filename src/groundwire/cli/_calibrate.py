@@ -21,6 +21,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from groundwire import semconv
 from groundwire.calibrate import (
     REPORT_SUFFIXES,
     CalibrationReport,
@@ -55,6 +56,13 @@ _NOTHING_TO_CALIBRATE: Final = (
     ExitCode.ALL_EVALUATIONS_FAILED,
 )
 """What reading and scoring `--traces` ended with when no judge value exists to compare."""
+
+
+_MADE_BY: Final = {
+    semconv.GROUNDWIRE_JUDGE_MODEL: "model",
+    semconv.GROUNDWIRE_JUDGE_PROMPT_VERSION: "prompts",
+}
+"""How the provenance keys read in the terminal."""
 
 
 def judge_options(value: str) -> tuple[str, dict[str, Any]]:
@@ -167,6 +175,15 @@ def _print(report: CalibrationReport, disagreements: int) -> None:
             f"kappa {show(c.kappa)} on {c.n} turns",
             highlight=False,
         )
+    for row in report.agreements:
+        if row.made_by and row.prompt in (None, "mean"):
+            parts = [f"{_MADE_BY.get(k, k)} {', '.join(v)}" for k, v in row.made_by.items()]
+            mixed = any(len(values) > 1 for values in row.made_by.values())
+            warn = " [yellow](the scores mix configurations)[/]" if mixed else ""
+            console.print(
+                f"{escape(series_name(row))} scored by judge {escape('; '.join(parts))}{warn}",
+                highlight=False,
+            )
     if report.unmatched:
         console.print(f"[yellow]{len(report.unmatched)} label(s) match no scored turn:[/]")
         for miss in report.unmatched[:10]:
