@@ -118,3 +118,26 @@ def test_missing_scores_file(tmp_path: Path) -> None:
     """A scores file that is not there: one line, exit 2."""
     code, _, stderr = _run("--labels", _labels(tmp_path), "--scores", tmp_path / "none.jsonl")
     assert code == ExitCode.BAD_ARGUMENTS and "scores file not found" in stderr
+
+
+@pytest.mark.parametrize(
+    ("judges", "evaluator", "message"),
+    [
+        (["gpt"], "groundedness", "--judge: 'gpt' is not KEY=VALUE with KEY one of name, model"),
+        (["base_url=http://x"], "groundedness", "names no model (model=...)"),
+        (["model=a", "model=a"], "groundedness", "two judges share a name; give each one name="),
+        (["model=a,api_key_env=GW_TEST_UNSET_KEY"], "groundedness", "that variable is not set"),
+        (["model=a,timeout_s=soon"], "groundedness", "timeout_s='soon' is not a number"),
+        (["model=a"], "quoted_spans", "--judge: none of quoted_spans uses an LLM judge"),
+    ],
+)
+def test_bad_judges(tmp_path: Path, judges: list[str], evaluator: str, message: str) -> None:
+    """Each malformed `--judge` is one line, exit 2, before any trace is read."""
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text("")
+    args = ["--labels", _labels(tmp_path), "--traces", traces, "-e", evaluator]
+    for judge in judges:
+        args += ["--judge", judge]
+    code, _, stderr = _run(*args)
+    assert code == ExitCode.BAD_ARGUMENTS and message in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1

@@ -182,6 +182,29 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
         yield f"{path}:row {number}", row
 
 
+def _phoenix_rows(url: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Human span annotations of a Phoenix project (`phoenix://HOST:PORT/PROJECT`) as rows;
+    of an annotation's label and score, the label when it is one, else the score."""
+    try:
+        from groundwire.phoenix import PhoenixError, human_annotations, parse_phoenix_url
+    except ImportError as error:
+        raise LabelsError(
+            f"{url}: reading Phoenix needs httpx (pip install 'groundwire[phoenix]'): {error}"
+        ) from None
+    try:
+        target = parse_phoenix_url(url)
+        rows = human_annotations(target)
+    except (ValueError, PhoenixError) as error:
+        raise LabelsError(f"--labels {url}: {error}") from None
+    if not rows:
+        raise LabelsError(f"{url}: no human (annotator kind HUMAN) span annotations in the project")
+    for row in rows:
+        label = row["label"]
+        if parse_label(label) is None and row["score"] is not None:
+            label = row["score"]
+        yield row["where"], {**row, "label": label}
+
+
 def _check_columns(path: Path, columns: Sequence[str], where: str | None = None) -> None:
     """The needed columns are there: `evaluator`, `label`, and `trace_id` or `span_id`."""
     missing = [name for name in ("evaluator", "label") if name not in columns]
@@ -245,19 +268,22 @@ def _scales(labels: list[Label]) -> dict[str, Scale]:
 
 
 def read_labels(path: str | Path, *, evaluators: list[str] | None = None) -> LabelSet:
-    """Read and check a labels file; `evaluators`, when given, are the only names accepted.
+    """Read and check a labels file, or a Phoenix project's human span annotations (a string
+    `phoenix://HOST:PORT/PROJECT`); `evaluators`, when given, are the only names accepted.
 
     Errors (`LabelsError`): a missing file or column, an empty cell, a label that is not one of
     the accepted kinds or does not fit its evaluator's scale, an unknown evaluator, the same
     turn labelled twice for one evaluator by one annotator, or no label at all.
     """
+    phoenix = isinstance(path, str) and path.split("://", 1)[0].lower() in ("phoenix", "phoenixs")
+    source = str(path)
     path = Path(path)
-    if not path.is_file():
+    if not phoenix and not path.is_file():
         raise LabelsError(f"{path}: labels file not found")
     labels: list[Label] = []
     seen: dict[tuple[str, str, str, str | None], str] = {}
     try:
-        for where, row in _rows(path):
+        for where, row in _phoenix_rows(source) if phoenix else _rows(path):
             label = _label(where, row)
             if evaluators is not None and label.evaluator not in evaluators:
                 known = ", ".join(evaluators) or "none"
@@ -277,4 +303,4 @@ def read_labels(path: str | Path, *, evaluators: list[str] | None = None) -> Lab
         raise LabelsError(f"{path}: cannot read: {error}") from None
     if not labels:
         raise LabelsError(f"{path}: no labels in the file")
-    return LabelSet(source=str(path), labels=tuple(labels), scales=_scales(labels))
+    return LabelSet(source=source, labels=tuple(labels), scales=_scales(labels))

@@ -206,11 +206,12 @@ def _print(report: CalibrationReport, disagreements: int) -> None:
 @guarded
 def calibrate_command(
     labels: Annotated[
-        Path,
+        str,
         typer.Option(
             "--labels",
             help="Human labels: .csv, .jsonl or .parquet with trace_id/span_id, evaluator, "
-            "label (0/1/2, pass/fail, true/false or [0, 1]) and optionally annotator.",
+            "label (0/1/2, pass/fail, true/false or [0, 1]) and optionally annotator; or "
+            "phoenix://HOST:PORT/PROJECT for a Phoenix project's human span annotations.",
         ),
     ],
     scores: Annotated[
