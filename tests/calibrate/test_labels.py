@@ -69,6 +69,7 @@ def test_parquet(tmp_path: Path) -> None:
 
 
 def _error(path: Path, **kwargs: object) -> str:
+    """The message of the LabelsError reading `path` raises."""
     with pytest.raises(LabelsError) as caught:
         read_labels(path, **kwargs)  # type: ignore[arg-type]
     return str(caught.value)
