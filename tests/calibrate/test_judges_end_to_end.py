@@ -116,4 +116,4 @@ def test_dead_judge_exits_all_evaluations_failed(files: tuple[Path, Path]) -> No
         args += ["--judge", f"model=m,base_url={dead.base_url}"]
         result = CliRunner(env=env).invoke(app, ["calibrate", *args])
     assert result.exit_code == ExitCode.ALL_EVALUATIONS_FAILED, result.output
-    assert "nothing to calibrate" in result.stderr
+    assert "nothing to calibrate: every evaluation failed or was skipped" in result.stderr

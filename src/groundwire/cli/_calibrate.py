@@ -50,11 +50,12 @@ _JUDGE_KEYS: Final = ("name", "model", "base_url", "api_key_env", "timeout_s", "
 """What a `--judge` value may set (the API key only by naming a variable that holds it)."""
 
 
-_NOTHING_TO_CALIBRATE: Final = (
-    ExitCode.NOTHING_READABLE,
-    ExitCode.NO_TURNS,
-    ExitCode.ALL_EVALUATIONS_FAILED,
-)
+_NOTHING_TO_CALIBRATE: Final = {
+    ExitCode.NOTHING_READABLE: "no span could be read from --traces",
+    ExitCode.NO_TURNS: "--traces held no RAG turn",
+    ExitCode.ALL_EVALUATIONS_FAILED: "every evaluation failed or was skipped (is the judge "
+    "configured and reachable?)",
+}
 """What reading and scoring `--traces` ended with when no judge value exists to compare."""
 
 
@@ -265,7 +266,7 @@ def calibrate_command(
             runs, code = _score_traces(traces or [], names, evaluator_options(options), judge or [])
             if code in _NOTHING_TO_CALIBRATE:
                 err_console.print(
-                    f"[yellow]groundwire:[/] nothing to calibrate: {code.name.lower()} "
+                    f"[yellow]groundwire:[/] nothing to calibrate: {_NOTHING_TO_CALIBRATE[code]} "
                     f"(exit {int(code)})",
                     highlight=False,
                 )
