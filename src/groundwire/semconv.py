@@ -201,6 +201,13 @@ GROUNDWIRE_EVALUATION_MODE: Final = "groundwire.evaluation.mode"
 GROUNDWIRE_EVALUATOR_VERSION: Final = "groundwire.evaluator.version"
 """On each `gen_ai.evaluation.result` log record: the version of the code that scored (the
 evaluator's `version` attribute, else its distribution's version); absent when unknown."""
+GROUNDWIRE_JUDGE_MODEL: Final = "groundwire.judge.model"
+"""On each `gen_ai.evaluation.result` (span event and log record) of a judge evaluator, and in each
+scores-file row's `provenance`: the judge model that scored. The GenAI conventions' proposed
+`gen_ai.evaluation.evaluator.*` names would replace these once merged."""
+GROUNDWIRE_JUDGE_PROMPT_VERSION: Final = "groundwire.judge.prompt.version"
+"""Beside `groundwire.judge.model`: a stable hash of the judge's prompt texts (any edit changes
+it), so a calibration can be matched with the prompts that produced the scores."""
 EVALUATION_MODE_INLINE: Final = "inline"
 EVALUATION_MODE_BACKGROUND: Final = "background"
 EVALUATION_MODE_OFFLINE: Final = "offline"
@@ -288,6 +295,8 @@ DETAIL_JUDGE_AGREEMENT: Final = "judge_agreement"
 the emitter records it as `groundwire.judge.agreement`. Absent when a judge gave no rating."""
 DETAIL_JUDGE_MODEL: Final = "judge_model"
 """`Score.details` key of the judge model name (low-cardinality; usable as a metric attribute)."""
+DETAIL_PROMPT_VERSION: Final = "prompt_version"
+"""`Score.details` key of the judge prompts' hash (`groundwire.judge.prompt.version`)."""
 LABEL_SKIPPED: Final = "skipped"
 """`Score.label` of a judge evaluator skipped because no judge is configured (value None);
 runners count it under `groundwire.outcome=skipped`."""

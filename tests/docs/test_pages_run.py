@@ -33,6 +33,7 @@ PAGES = {
     "docs/gateway.md": 0,
     "docs/reliability.md": 0,
     "docs/online.md": 4,
+    "docs/calibrate.md": 7,
 }
 """Page -> how many of its blocks must run, invisible set-ups and checks included (the rest
 carry a skip marker)."""

@@ -121,6 +121,7 @@ COMMAND_CODES: Final[dict[str, tuple[ExitCode, ...]]] = {
     "verify-quotes": (*_ALWAYS, ExitCode.INTERRUPTED),
     "demo": (*_ALWAYS, ExitCode.INTERRUPTED),
     "evaluators": _ALWAYS,
+    "calibrate": (*_ALWAYS, *_READS, ExitCode.ALL_EVALUATIONS_FAILED, ExitCode.INTERRUPTED),
 }
 """The codes each command can exit with (its `--help` lists these)."""
 

@@ -9,6 +9,7 @@ from groundwire.emit._attributes import (
     Attributes,
     error_type,
     evaluation_attributes,
+    provenance,
     score_event_attributes,
 )
 from groundwire.emit._emitter import Emitter
@@ -18,6 +19,7 @@ from groundwire.emit._logs import (
     content_capture_enabled,
     evaluator_version,
     evaluator_versions,
+    registered_version,
     resolve_events,
 )
 from groundwire.emit._metrics import EvaluationMetrics, is_skipped, metric_views
@@ -38,6 +40,8 @@ __all__ = [
     "evaluator_versions",
     "is_skipped",
     "metric_views",
+    "provenance",
+    "registered_version",
     "resolve_events",
     "score_event_attributes",
     "target_context",

@@ -13,7 +13,13 @@ from collections.abc import Sequence
 from groundwire import semconv
 from groundwire._types import Score
 
-__all__ = ["Attributes", "error_type", "evaluation_attributes", "score_event_attributes"]
+__all__ = [
+    "Attributes",
+    "error_type",
+    "evaluation_attributes",
+    "provenance",
+    "score_event_attributes",
+]
 
 Attributes = dict[str, str | bool | int | float]
 """Flat OpenTelemetry attributes."""
@@ -37,8 +43,26 @@ def _finite(value: float | None) -> float | None:
     return float(value)
 
 
-def score_event_attributes(score: Score) -> Attributes:
-    """Attributes of one `gen_ai.evaluation.result` event (no value when NaN or not applicable)."""
+def provenance(score: Score, evaluator_version: str | None = None) -> dict[str, str]:
+    """What produced the score, under `groundwire.*` names: the judge model and the judge
+    prompts' hash (from the judge evaluators' details) and the evaluator's version, where known.
+    """
+    found: dict[str, str] = {}
+    for key, detail in (
+        (semconv.GROUNDWIRE_JUDGE_MODEL, semconv.DETAIL_JUDGE_MODEL),
+        (semconv.GROUNDWIRE_JUDGE_PROMPT_VERSION, semconv.DETAIL_PROMPT_VERSION),
+    ):
+        value = score.details.get(detail)
+        if isinstance(value, str) and value:
+            found[key] = value
+    if evaluator_version:
+        found[semconv.GROUNDWIRE_EVALUATOR_VERSION] = evaluator_version
+    return found
+
+
+def score_event_attributes(score: Score, evaluator_version: str | None = None) -> Attributes:
+    """Attributes of one `gen_ai.evaluation.result` event (no value when NaN or not applicable),
+    with the score's `provenance`."""
     attributes: Attributes = {semconv.GEN_AI_EVALUATION_NAME: score.name}
     value = _finite(score.value)
     if value is not None:
@@ -50,6 +74,7 @@ def score_event_attributes(score: Score) -> Attributes:
     kind = error_type(score)
     if kind is not None:
         attributes[semconv.ERROR_TYPE] = kind
+    attributes.update(provenance(score, evaluator_version))
     return attributes
 
 

@@ -88,8 +88,9 @@ class Emitter:
         span.set_attributes(evaluation_attributes(scores, start_index))
         if self.span_events:
             for score in scores:
+                version = self.results.versions.get(score.name)
                 span.add_event(
-                    semconv.GEN_AI_EVALUATION_RESULT_EVENT, score_event_attributes(score)
+                    semconv.GEN_AI_EVALUATION_RESULT_EVENT, score_event_attributes(score, version)
                 )
         context = span.get_span_context()
         target = (format(context.trace_id, "032x"), format(context.span_id, "016x"))
@@ -136,6 +137,7 @@ class Emitter:
             attributes=attributes,
             start_time_ns=start_time_ns,
             events=self.span_events,
+            versions=self.results.versions,
         )
         self.emit_logs(target, scores, mode=mode)
         return carrier

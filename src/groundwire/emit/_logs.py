@@ -25,7 +25,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import Any
 
 from opentelemetry import trace
@@ -34,6 +34,7 @@ from opentelemetry.trace import NonRecordingSpan
 
 from groundwire import semconv
 from groundwire._env import env_str
+from groundwire._registry import ENTRY_POINT_GROUP
 from groundwire._types import Score
 from groundwire._version import __version__
 from groundwire.capture import CaptureConfig
@@ -46,6 +47,7 @@ __all__ = [
     "content_capture_enabled",
     "evaluator_version",
     "evaluator_versions",
+    "registered_version",
     "resolve_events",
 ]
 
@@ -113,6 +115,22 @@ def evaluator_version(evaluator: object) -> str | None:
     return _distribution_version(top)
 
 
+@lru_cache(maxsize=256)
+def registered_version(name: str) -> str | None:
+    """The version of whatever registers evaluator `name` in the `groundwire.evaluators`
+    entry-point group (groundwire's for the built-ins); None when no entry point names it.
+
+    For places that know a score's evaluator only by name (a scores-file row).
+    """
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        if entry_point.name != name:
+            continue
+        if entry_point.value.split(".", 1)[0] == "groundwire":
+            return __version__
+        return entry_point.dist.version if entry_point.dist is not None else None
+    return None
+
+
 def evaluator_versions(evaluators: Iterable[object]) -> dict[str, str]:
     """Evaluator name -> version, for the evaluators whose version is known."""
     found: dict[str, str] = {}
@@ -163,11 +181,8 @@ class ResultLogger:
 
     def attributes(self, score: Score, mode: str) -> Attributes:
         """The record's attributes: the conventions' ones, the mode and the evaluator version."""
-        attributes = score_event_attributes(score)
+        attributes = score_event_attributes(score, self.versions.get(score.name))
         attributes[semconv.GROUNDWIRE_EVALUATION_MODE] = mode
-        known = self.versions.get(score.name)
-        if known is not None:
-            attributes[semconv.GROUNDWIRE_EVALUATOR_VERSION] = known
         return attributes
 
     def body(self, score: Score) -> Any:

@@ -63,9 +63,11 @@ def emit_evaluation_span(
     attributes: Mapping[str, str | bool | int | float] | None = None,
     start_time_ns: int | None = None,
     events: bool = True,
+    versions: Mapping[str, str] | None = None,
 ) -> SpanContext:
     """Record one EVALUATOR span under `target`, with one result event per score when `events`
-    (the `evaluations.{i}.*` attributes are always there); returns its context."""
+    (the `evaluations.{i}.*` attributes are always there; `versions` are the evaluators'
+    versions by name); returns its context."""
     parent = target_context(target)
     span_attributes: Attributes = {
         semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_EVALUATOR,
@@ -84,8 +86,11 @@ def emit_evaluation_span(
     )
     now = time.time_ns()
     for score in scores if events else ():
+        version = (versions or {}).get(score.name)
         span.add_event(
-            semconv.GEN_AI_EVALUATION_RESULT_EVENT, score_event_attributes(score), timestamp=now
+            semconv.GEN_AI_EVALUATION_RESULT_EVENT,
+            score_event_attributes(score, version),
+            timestamp=now,
         )
     if any(not score.ok for score in scores):
         span.set_status(trace.StatusCode.ERROR, "an evaluator failed")

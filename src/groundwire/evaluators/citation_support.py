@@ -35,6 +35,7 @@ from groundwire import semconv
 from groundwire._types import RagTurn, Score
 from groundwire.evaluators.quoted_spans import find_quotes
 from groundwire.judges import (
+    CITATION_PROMPT_HASH,
     FLAG_PASSES_DISAGREE,
     FLAG_PHRASE_NOT_IN_SPAN,
     VERDICT_ORDER,
@@ -359,6 +360,7 @@ class CitationSupport:
             "partial_share": counts["partially_supported"] / n_judged if n_judged else None,
             "not_supported_share": counts["not_supported"] / n_judged if n_judged else None,
             semconv.DETAIL_JUDGE_MODEL: judge.model,
+            semconv.DETAIL_PROMPT_VERSION: CITATION_PROMPT_HASH,
         }
         if errors:
             details["errors"] = errors

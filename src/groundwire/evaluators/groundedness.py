@@ -20,6 +20,7 @@ from typing import Any
 from groundwire import semconv
 from groundwire._types import RagTurn, Score
 from groundwire.judges import (
+    GROUNDEDNESS_PROMPT_HASH,
     GROUNDEDNESS_PROMPT_VERSIONS,
     Asked,
     GroundednessRating,
@@ -115,6 +116,7 @@ class ResponseGroundedness:
             "attempts": dict(zip(JUDGE_NAMES, (o.attempts for o in outcomes), strict=True)),
             "cached": dict(zip(JUDGE_NAMES, (o.cached for o in outcomes), strict=True)),
             semconv.DETAIL_JUDGE_MODEL: judge.model,
+            semconv.DETAIL_PROMPT_VERSION: GROUNDEDNESS_PROMPT_HASH,
         }
         errors = {n: o.error for n, o in zip(JUDGE_NAMES, outcomes, strict=True) if o.error}
         if errors:

@@ -34,9 +34,12 @@ from groundwire.judges._client import (
 from groundwire.judges._config import NOT_CONFIGURED_MESSAGE, CacheKind, JudgeConfig, JudgeMode
 from groundwire.judges._delimit import data_block, neutralise
 from groundwire.judges._prompts import (
+    CITATION_PROMPT_HASH,
+    GROUNDEDNESS_PROMPT_HASH,
     GROUNDEDNESS_PROMPT_VERSIONS,
     GroundednessRating,
     groundedness_messages,
+    prompt_hash,
 )
 from groundwire.judges._resolve import (
     JudgeNotConfiguredError,
@@ -46,8 +49,10 @@ from groundwire.judges._resolve import (
 )
 
 __all__ = [
+    "CITATION_PROMPT_HASH",
     "FLAG_PASSES_DISAGREE",
     "FLAG_PHRASE_NOT_IN_SPAN",
+    "GROUNDEDNESS_PROMPT_HASH",
     "GROUNDEDNESS_PROMPT_VERSIONS",
     "NOT_CONFIGURED_MESSAGE",
     "VERDICT_ORDER",
@@ -75,6 +80,7 @@ __all__ = [
     "data_block",
     "groundedness_messages",
     "neutralise",
+    "prompt_hash",
     "resolve_judge",
     "shared_judge",
     "skipped_score",

@@ -7,6 +7,7 @@ delimited text is data to be judged, not instructions.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Final, Literal
 
 from pydantic import BaseModel, Field
@@ -15,7 +16,9 @@ from groundwire.judges._delimit import data_block
 
 __all__ = [
     "AUDIT_PROMPT_VERSION",
+    "CITATION_PROMPT_HASH",
     "CLAIMS_PROMPT_VERSION",
+    "GROUNDEDNESS_PROMPT_HASH",
     "GROUNDEDNESS_PROMPT_VERSIONS",
     "AuditReply",
     "ClaimList",
@@ -24,6 +27,7 @@ __all__ = [
     "audit_messages",
     "claims_messages",
     "groundedness_messages",
+    "prompt_hash",
 ]
 
 Message = dict[str, str]
@@ -166,3 +170,20 @@ def audit_messages(claim: str, span: str, *, span_first: bool = False) -> list[M
         {"role": "system", "content": _AUDIT},
         {"role": "user", "content": "\n\n".join(blocks)},
     ]
+
+
+# --- provenance ---------------------------------------------------------------------------------
+
+
+def prompt_hash(*texts: str) -> str:
+    """A stable version of prompt texts: 12 hex digits of SHA-256 over them (NUL-separated).
+
+    Any edit of a prompt changes it, where the hand-kept `*_PROMPT_VERSION` names may not.
+    """
+    return hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()[:12]
+
+
+GROUNDEDNESS_PROMPT_HASH: Final = prompt_hash(_JUDGE_A, _JUDGE_B)
+"""`groundwire.judge.prompt.version` of `groundedness`: both judges' prompts."""
+CITATION_PROMPT_HASH: Final = prompt_hash(_CLAIMS, _AUDIT)
+"""`groundwire.judge.prompt.version` of `citation_support`: the claims and audit prompts."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwire._types import RagTurn, Score
+from groundwire.emit import provenance, registered_version
 
 __all__ = ["TurnResult", "dumps_strict", "json_safe", "score_value"]
 
@@ -66,7 +67,8 @@ class TurnResult:
         return min(values) if values else None
 
     def details(self) -> dict[str, dict[str, Any]]:
-        """Evaluator name -> label, explanation, error and the evaluator's own details."""
+        """Evaluator name -> label, explanation, error, the evaluator's own details and its
+        `provenance` (judge model, prompt hash, evaluator version under `groundwire.*` names)."""
         out: dict[str, dict[str, Any]] = {}
         for name, score in self.scores.items():
             entry: dict[str, Any] = {
@@ -77,6 +79,9 @@ class TurnResult:
             }
             if score.usage:
                 entry["usage"] = score.usage
+            made_by = provenance(score, registered_version(name))
+            if made_by:
+                entry["provenance"] = made_by
             out[name] = entry
         return out
 

@@ -29,6 +29,7 @@ from groundwire.phoenix._client import (
     PhoenixUnavailableError,
     SpanPage,
 )
+from groundwire.phoenix._labels import HUMAN, human_annotations
 from groundwire.phoenix._online import PhoenixAnnotationProcessor
 from groundwire.phoenix._rescore import PhoenixRun, rescore_phoenix
 from groundwire.phoenix._source import PhoenixQuery, phoenix_batches
@@ -38,6 +39,7 @@ from groundwire.phoenix._url import PhoenixTarget, is_phoenix_url, parse_phoenix
 __all__ = [
     "DEFAULT_IDENTIFIER",
     "ENV_API_KEY",
+    "HUMAN",
     "JUDGE_EVALUATORS",
     "AnnotationStats",
     "AnnotationWriter",
@@ -51,6 +53,7 @@ __all__ = [
     "PhoenixUnavailableError",
     "SpanPage",
     "annotation_for",
+    "human_annotations",
     "is_phoenix_url",
     "parse_phoenix_url",
     "phoenix_batches",
