@@ -36,6 +36,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from groundwire import evaluate_many
 from groundwire.offline import Problems, TurnCounts, WindowOptions, iter_turns, rescore
 from groundwire.offline._pipeline import DEFAULT_WINDOW
+from tests.benchmarks._cpu import TreeCpu
 from tests.benchmarks._timing import results_dir, scaled
 from tests.offline._traces import write_groundwire_jsonl
 
@@ -177,6 +178,58 @@ def _peer_parse(path: Path, max_lines: int) -> dict[str, Any]:
     elapsed = time.perf_counter() - started
     _ = json_format  # the peer is protobuf's JSON mapping, reached through from_otlp_json
     return {"seconds": elapsed, "spans": spans, "spans_per_s": spans / elapsed}
+
+
+def _read_stages(path: Path, max_lines: int) -> dict[str, Any]:
+    """CPU µs per span of each stage of the read path, on the peer's slice of the file: parsing
+    (readers alone), + intake and window reassembly (duplicate-id memory, trace release), +
+    assembly (turns out, the full read path). Each stage is the difference of two runs."""
+    from groundwire.offline import read_spans
+
+    sliced = _slice(path, path.with_name("stages.jsonl"), max_lines)
+
+    def parse() -> int:
+        problems = Problems()
+        for _ in read_spans([sliced], problems):
+            pass
+        return problems.stats.spans
+
+    def window() -> int:
+        from groundwire.offline._pipeline import _Intake, split_evaluations
+        from groundwire.offline._window import TraceWindow
+
+        problems, traces = Problems(), TraceWindow()
+        intake = _Intake(TurnCounts(), DEFAULT_WINDOW, None, ())
+        for batch in read_spans([sliced], problems):
+            for _ in traces.add(split_evaluations(intake.spans(batch))[0]):
+                pass
+        for _ in traces.flush():
+            pass
+        return problems.stats.spans
+
+    def full() -> int:
+        problems = Problems()
+        for _ in iter_turns([sliced], problems, TurnCounts()):
+            pass
+        return problems.stats.spans
+
+    cpu: dict[str, float] = {}
+    for name, step in (("parse", parse), ("window", window), ("full", full)):
+        step()  # warm-up
+        runs = []
+        for _ in range(3):
+            started = time.process_time()
+            spans = step()
+            runs.append((time.process_time() - started) / spans * 1e6)
+        cpu[name] = sorted(runs)[1]
+    sliced.unlink()
+    return {
+        "spans": spans,
+        "parse_us_per_span": cpu["parse"],
+        "window_us_per_span": cpu["window"] - cpu["parse"],
+        "assembly_us_per_span": cpu["full"] - cpu["window"],
+        "full_us_per_span": cpu["full"],
+    }
 
 
 def _end_to_end(path: Path, out: Path) -> dict[str, Any]:
@@ -354,11 +407,14 @@ def _engines(files: list[Path], folder: Path) -> dict[str, Any]:
             rates: list[float] = []
             machine: list[float] = []
             own: list[float] = []
+            tree: list[float] = []
             for _ in range(RUNS):
                 out = folder / f"{name}.jsonl"
                 busy, mine = _busy_cpu_s(), _own_cpu_s()
-                summary = rescore(files, FAST, out, **options)
+                with TreeCpu() as ours:
+                    summary = rescore(files, FAST, out, **options)
                 machine.append((_busy_cpu_s() - busy) / summary.turns_scored * 1e6)
+                tree.append(ours.seconds / summary.turns_scored * 1e6)
                 own.append((_own_cpu_s() - mine) / summary.turns_scored * 1e6)
                 rates.append(summary.turns_scored / summary.elapsed_s)
                 outputs[name] = out.read_bytes()
@@ -366,6 +422,7 @@ def _engines(files: list[Path], folder: Path) -> dict[str, Any]:
                 "turns": summary.turns_scored,
                 "turns_per_s": _stats(rates),
                 "machine_cpu_us_per_turn": _stats(machine),
+                "tree_cpu_us_per_turn": _stats(tree),
                 "parent_cpu_us_per_turn": _stats(own),
             }
             print(f"{name}: {rows[name]['turns_per_s']['median']:.0f} turns/s", flush=True)
@@ -379,6 +436,8 @@ def _engines(files: list[Path], folder: Path) -> dict[str, Any]:
         # Two cores at most do 2 s of CPU a second: 2e6 / cpu_two turns/s, whatever the schedule.
         rows[f"{engine}_cpu_added_by_second_worker"] = cpu_two / cpu_one - 1
         rows[f"{engine}_speedup_cap_2_cores"] = 2e6 / cpu_two / one
+    tree_cpu = {name: rows[name]["tree_cpu_us_per_turn"]["median"] for name in ("local_1", "ray_1")}
+    rows["ray_cpu_over_local"] = tree_cpu["ray_1"] / tree_cpu["local_1"]
     rows["identical_outputs"] = len(set(outputs.values())) == 1
     return rows
 
@@ -429,6 +488,8 @@ def main() -> None:
         print(f"read: {reading['spans_per_s']:.0f} spans/s")
         peer = _peer_parse(path, generated["lines"] // 8)
         print(f"peer parse: {peer['spans_per_s']:.0f} spans/s")
+        stages = _read_stages(path, generated["lines"] // 8)
+        print(f"read stages (µs/span): {stages}", flush=True)
         whole = _end_to_end(path, WORK / "whole.jsonl")
         print(f"end to end: {whole['turns_per_s']:.0f} turns/s")
         scoring = _scoring(_slice(path, WORK / "slice.jsonl", SLICE_LINES))
@@ -447,6 +508,7 @@ def main() -> None:
         "read": reading,
         "read_without_duplicate_memory": reading_no_memory,
         "peer_protobuf_parse": peer,
+        "read_stages": stages,
         "end_to_end_quoted_spans": whole,
         "scoring_slice": scoring,
     }
@@ -474,6 +536,25 @@ over the file is that memory, which detects spans and traces read twice: one 64-
 id, capped at the last 200,000 spans and 1,000,000 turns, so it stops growing there."""
 
 
+def _stage_words(data: dict[str, Any]) -> str:
+    """What each stage of the read path costs (newer runs only)."""
+    st = data.get("read_stages")
+    if st is None:
+        return ""
+    full = st["full_us_per_span"]
+
+    def part(key: str) -> str:
+        return f"{st[key]:.1f} µs ({st[key] / full:.0%})"
+
+    return f"""
+
+CPU per span of each stage (the peer's slice, {st["spans"]:,} spans, median of 3 after a warm-up;
+each stage is the difference between two runs): parsing the records into spans
+{part("parse_us_per_span")}, the duplicate-id memory and window reassembly
+{part("window_us_per_span")}, assembling turns {part("assembly_us_per_span")}; {full:.1f} µs in
+all."""
+
+
 def _load_words(load: float) -> str:
     """What the load average says about the figures beside it."""
     if load < 1.0:
@@ -489,6 +570,7 @@ def _markdown(data: dict[str, Any]) -> str:
     start = data["machine"].get("load_average_1m_at_start", 9.0)
     h1, h2 = s["heavy_workers_1"], s["heavy_workers_2"]
     read_row = f"{r['spans_per_s']:,.0f} | {r['turns_per_s']:,.0f} | {r['mb_per_s']:.1f}"
+    extra = _stage_words(data) + _memory_words(data)
     peer_row = f"{peer['turns_per_s']:,.0f} | {peer['turns_per_s'] / w1['turns_per_s']:.2f}"
     return f"""# Offline re-scoring benchmark
 
@@ -508,7 +590,7 @@ four minutes and is enough to see whether memory grows. Python {data["machine"][
 groundwire reads, reassembles and assembles turns at {r["spans_per_s"] / p["spans_per_s"]:.1f}x
 the rate protobuf's JSON mapping merely parses. RSS (MB) after each quarter of the file and at the
 end: {" / ".join(str(m) for m in r["rss_mb_at_quarters"])}; at most {r["peak_held_spans"]:,} spans
-were held for reassembly at once ({r["forced_traces"]} traces released early).{_memory_words(data)}
+were held for reassembly at once ({r["forced_traces"]} traces released early).{extra}
 
 ## End to end, whole file (`rescore`, `quoted_spans`, .jsonl out, 1 process)
 
@@ -559,8 +641,8 @@ def _rotated_markdown(rot: dict[str, Any]) -> str:
 
     def row(name: str, label: str) -> str:
         return (
-            f"| {label} | {rate(name)} | {cpu(name, 'machine_cpu_us_per_turn')} | "
-            f"{cpu(name, 'parent_cpu_us_per_turn')} |"
+            f"| {label} | {rate(name)} | {cpu(name, 'tree_cpu_us_per_turn')} | "
+            f"{cpu(name, 'machine_cpu_us_per_turn')} | {cpu(name, 'parent_cpu_us_per_turn')} |"
         )
 
     cap = ""
@@ -609,8 +691,8 @@ again into {rot["parts"]} parts), `quoted_spans` + `quote_verification` (no embe
 after the same warm-up run on one part for each; Ray is a local instance with 2 CPUs started once
 before (its start-up is not counted; each run's plan, shuffle and actor start-up are):
 
-| engine | turns/s | machine CPU µs/turn (all processes) | parent process CPU µs/turn |
-|---|---:|---:|---:|
+| engine | turns/s | our processes' CPU µs/turn | machine CPU µs/turn | parent's CPU µs/turn |
+|---|---:|---:|---:|---:|
 {row("local_1", "local, 1 worker")}
 {row("local_2", "local, `--workers 2`")}
 {row("ray_1", "Ray, 1 worker")}
@@ -620,7 +702,20 @@ Speed-up from the second core: local {e["local_speedup"]:.2f}x (efficiency of th
 {e["local_efficiency_added_core"]:.2f}), Ray {e["ray_speedup"]:.2f}x (efficiency
 {e["ray_efficiency_added_core"]:.2f}); the target is 0.8. Outputs of all four identical, byte for
 byte: {e["identical_outputs"]}.
-{cap}"""
+{_ray_cost_words(e)}{cap}"""
+
+
+def _ray_cost_words(e: dict[str, Any]) -> str:
+    """Ray's CPU per turn against the local engine's (newer runs only)."""
+    if "ray_cpu_over_local" not in e:
+        return ""
+    return f"""
+Ray's CPU per turn with 1 worker is {e["ray_cpu_over_local"]:.2f}x the local engine's (target
+1.2x), counted over our own processes only (this process and every process below it: the local
+engine's workers, Ray's raylet, GCS, workers and tasks, Ray's idle daemons included; sampled
+from /proc every 0.1 s), so other jobs on the machine do not count; the machine-wide column
+counts them.
+"""
 
 
 if __name__ == "__main__":

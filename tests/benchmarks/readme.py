@@ -270,6 +270,9 @@ def offline() -> Row:
                 f", against caps of {engines['local_speedup_cap_2_cores']:.2f}x and "
                 f"{engines['ray_speedup_cap_2_cores']:.2f}x set by the CPU each turn costs"
             )
+        if "ray_cpu_over_local" in engines:
+            ratio = engines["ray_cpu_over_local"]
+            cells.append(f"Ray CPU per turn {ratio:.2f}x the local engine's")
         cells.append(
             f"{rotated['parts']} rotated parts: local 2 workers {engines['local_speedup']:.2f}x, "
             f"Ray 2 workers {engines['ray_speedup']:.2f}x of 1{caps} (outputs identical: "

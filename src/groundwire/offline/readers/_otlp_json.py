@@ -54,7 +54,16 @@ def _nanos(value: Any, what: str) -> int:
 
 def _span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str | None) -> SpanRecord:
     """One OTLP/JSON span as a SpanRecord; errors say which field is wrong."""
-    parent = get(span, "parentSpanId", "parent_span_id")
+    # `get(node, camel, snake)` spelled out: this runs for every span read
+    parent = span.get("parentSpanId")
+    if parent is None:
+        parent = span.get("parent_span_id")
+    trace_id = span.get("traceId")
+    if trace_id is None:
+        trace_id = span.get("trace_id")
+    span_id = span.get("spanId")
+    if span_id is None:
+        span_id = span.get("span_id")
     status = span.get("status") or {}
     code = status.get("code", 0)
     status_code = _STATUS.get(code)
@@ -64,8 +73,8 @@ def _span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str | Non
     end = get(span, "endTimeUnixNano", "end_time_unix_nano")
     return _checked_record(
         (
-            trace_id_hex(get(span, "traceId", "trace_id")),
-            span_id_hex(get(span, "spanId", "span_id")),
+            trace_id_hex(trace_id),
+            span_id_hex(span_id),
             span_id_hex(parent, "parentSpanId") if parent else None,
             str(span.get("name", "")),
             _nanos(get(span, "startTimeUnixNano", "start_time_unix_nano"), "start"),
