@@ -143,18 +143,19 @@ def _read_only(path: Path, window: WindowOptions = DEFAULT_WINDOW) -> dict[str, 
     size = path.stat().st_size
     marks: list[float] = []
     quarter = 1
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for _ in iter_turns([path], problems, counts, window=window):
         if problems.stats.bytes_read >= size * quarter / 4 and quarter <= 4:
             marks.append(round(_rss_mb(), 1))
             quarter += 1
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     marks.append(round(_rss_mb(), 1))
     return {
         "seconds": elapsed,
         "spans": problems.stats.spans,
         "turns": counts.turns,
         "spans_per_s": problems.stats.spans / elapsed,
+        "spans_per_cpu_s": problems.stats.spans / cpu,
         "turns_per_s": counts.turns / elapsed,
         "mb_per_s": size / 2**20 / elapsed,
         "rss_mb_at_quarters": marks,
@@ -168,16 +169,21 @@ def _peer_parse(path: Path, max_lines: int) -> dict[str, Any]:
     from groundwire.exporters import from_otlp_json
 
     spans = 0
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with path.open(encoding="utf-8") as file:
         for number, line in enumerate(file):
             if number >= max_lines:
                 break
             message = from_otlp_json(line, ExportTraceServiceRequest())
             spans += sum(len(s.spans) for r in message.resource_spans for s in r.scope_spans)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     _ = json_format  # the peer is protobuf's JSON mapping, reached through from_otlp_json
-    return {"seconds": elapsed, "spans": spans, "spans_per_s": spans / elapsed}
+    return {
+        "seconds": elapsed,
+        "spans": spans,
+        "spans_per_s": spans / elapsed,
+        "spans_per_cpu_s": spans / cpu,
+    }
 
 
 def _read_stages(path: Path, max_lines: int) -> dict[str, Any]:
@@ -536,6 +542,18 @@ over the file is that memory, which detects spans and traces read twice: one 64-
 id, capped at the last 200,000 spans and 1,000,000 turns, so it stops growing there."""
 
 
+def _cpu_ratio_words(r: dict[str, Any], p: dict[str, Any]) -> str:
+    """The same ratio in spans per CPU-second of this process (newer runs only): what a
+    machine shared with other jobs leaves comparable, where wall-clock rates measure the load."""
+    if "spans_per_cpu_s" not in r:
+        return ""
+    ratio = r["spans_per_cpu_s"] / p["spans_per_cpu_s"]
+    return f""" Per CPU-second of this process (both sides single-threaded, so
+the other jobs on the machine only slow them down, they are not counted):
+{r["spans_per_cpu_s"]:,.0f} against {p["spans_per_cpu_s"]:,.0f} spans, **{ratio:.2f}x** (target
+3.5x)."""
+
+
 def _stage_words(data: dict[str, Any]) -> str:
     """What each stage of the read path costs (newer runs only)."""
     st = data.get("read_stages")
@@ -588,9 +606,10 @@ four minutes and is enough to see whether memory grows. Python {data["machine"][
 | peer: protobuf `json_format` parse only (first eighth) | {p["spans_per_s"]:,.0f} | – | – |
 
 groundwire reads, reassembles and assembles turns at {r["spans_per_s"] / p["spans_per_s"]:.1f}x
-the rate protobuf's JSON mapping merely parses. RSS (MB) after each quarter of the file and at the
-end: {" / ".join(str(m) for m in r["rss_mb_at_quarters"])}; at most {r["peak_held_spans"]:,} spans
-were held for reassembly at once ({r["forced_traces"]} traces released early).{extra}
+the rate protobuf's JSON mapping merely parses.{_cpu_ratio_words(r, p)} RSS (MB) after each
+quarter of the file and at the end: {" / ".join(str(m) for m in r["rss_mb_at_quarters"])}; at
+most {r["peak_held_spans"]:,} spans were held for reassembly at once ({r["forced_traces"]} traces
+released early).{extra}
 
 ## End to end, whole file (`rescore`, `quoted_spans`, .jsonl out, 1 process)
 
@@ -653,10 +672,9 @@ Where the second core goes: with 2 workers the machine spends
 the pipes, a third busy process on two cores) and {e["ray_cpu_added_by_second_worker"]:+.0%}
 (Ray) over 1 worker, while the local parent (reading, grouping, assembling, writing) keeps its
 share. Ray already spends {e["ray_1"]["machine_cpu_us_per_turn"]["median"]:,.0f} µs of CPU a turn
-with 1 worker, against {e["local_1"]["machine_cpu_us_per_turn"]["median"]:,.0f} µs locally: its
-stages (every span fragment pickled into rows, a sort-based shuffle by trace, rows through the
-object store) cost about as much as the scoring; which of them dominates is not measured
-here. Two cores do at most two CPU-seconds a second, so with that much work
+with 1 worker, against {e["local_1"]["machine_cpu_us_per_turn"]["median"]:,.0f} µs locally
+(machine-wide; docs/offline.md, "Ray", says what each of its stages costs). Two cores do at
+most two CPU-seconds a second, so with that much work
 per turn the speed-up over 1 worker cannot pass {e["local_speedup_cap_2_cores"]:.2f}x (local) and
 {e["ray_speedup_cap_2_cores"]:.2f}x (Ray) on this machine, however well the work is scheduled:
 the measured speed-up reaches {e["local_speedup"] / e["local_speedup_cap_2_cores"]:.0%} and

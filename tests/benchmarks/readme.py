@@ -250,10 +250,14 @@ def offline() -> Row:
     bare = r.get("read_without_duplicate_memory")
     flat = bare["rss_mb_at_quarters"] if bare else rss
     scoring = r["scoring_slice"]
+    peer = r["peer_protobuf_parse"]
+    per_cpu = ""
+    if "spans_per_cpu_s" in read:
+        per_cpu = f"; {read['spans_per_cpu_s'] / peer['spans_per_cpu_s']:.2f}x per CPU-second"
     cells = [
         f"reading {read['spans_per_s']:,.0f} spans/s "
-        f"({read['spans_per_s'] / r['peer_protobuf_parse']['spans_per_s']:.1f}x protobuf's JSON "
-        "parse alone)",
+        f"({read['spans_per_s'] / peer['spans_per_s']:.1f}x protobuf's JSON "
+        f"parse alone{per_cpu})",
         f"RSS {min(flat):.0f}–{max(flat):.0f} MB at each quarter of the "
         f"{r['file']['bytes'] / 2**20:.0f} MB file without the duplicate-id memory, "
         f"{min(rss):.0f}–{max(rss):.0f} MB with it (capped at 200,000 spans)",

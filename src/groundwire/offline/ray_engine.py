@@ -9,14 +9,18 @@ Three stages, each a Ray Data operator:
 1. read: one task per file streams it through the readers and emits one row per (record, trace):
    the trace's spans in that record, pickled, keyed by `order_key(trace_id)`; and one row of
    read counters per file;
-2. group: `groupby(key).map_groups` brings every fragment of a trace together, wherever and in
-   whatever order the files held them, and assembles the whole trace once (`trace_turns`: the
-   local engine's code: incomplete traces counted, evaluation spans left out, gold answers
-   attached, resumed turns skipped);
-3. score: `map_batches` scores the turns in chunks with the evaluators built once per Ray actor
-   (`workers` actors).
+2. group: a sort by key (Ray's sort-based shuffle) brings every fragment of a trace together,
+   wherever and in whatever order the files held them; `map_batches` over whole sorted blocks
+   (a key never straddles two blocks after the sort: the rule `map_groups` relies on, without
+   its per-trace call) assembles each trace once (`trace_turns`: the local engine's code:
+   incomplete traces counted, evaluation spans left out, gold answers attached, resumed turns
+   skipped) and encodes its turns once, with pydantic's compiled JSON encoder;
+3. score: `map_batches` tasks (at most `workers` at a time) score the turns in chunks with the
+   evaluators built once per Ray worker process and run (no actor process started per run); a
+   trace's scores travel as JSON beside its turns, which pass through unchanged.
 
-Results stream back to the driver, which writes OUT (the same writers and `--resume` path as the
+Results stream back to the driver, which parses turns and scores with pydantic's compiled JSON
+parser (one call per trace) and writes OUT (the same writers and `--resume` path as the
 local engine) and exports telemetry. The shuffle sorts by key and the order is preserved, so the
 output order is `order_key` (a CRC-32 of the trace id, then the id): the local engine's order for
 several files, whatever the split of the spans into files and the order of the files.
