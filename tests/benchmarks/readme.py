@@ -284,6 +284,12 @@ def offline() -> Row:
         )
         ok = ok and engines["identical_outputs"]
         ok = ok and min(engines["local_speedup"], engines["ray_speedup"]) >= 1.8
+    load = r["machine"].get("load_average_1m_at_start", 0.0)
+    if load >= 2:
+        cells.append(
+            f"measured while other jobs loaded the 2 cores (load average {load:.0f}): "
+            "wall-clock rates and speed-ups are floors"
+        )
     return (
         _link("offline", "offline re-scoring") + ", generated OTLP/JSON file",
         "; ".join(cells),
