@@ -250,10 +250,14 @@ def offline() -> Row:
     bare = r.get("read_without_duplicate_memory")
     flat = bare["rss_mb_at_quarters"] if bare else rss
     scoring = r["scoring_slice"]
+    peer = r["peer_protobuf_parse"]
+    per_cpu = ""
+    if "spans_per_cpu_s" in read:
+        per_cpu = f"; {read['spans_per_cpu_s'] / peer['spans_per_cpu_s']:.2f}x per CPU-second"
     cells = [
         f"reading {read['spans_per_s']:,.0f} spans/s "
-        f"({read['spans_per_s'] / r['peer_protobuf_parse']['spans_per_s']:.1f}x protobuf's JSON "
-        "parse alone)",
+        f"({read['spans_per_s'] / peer['spans_per_s']:.1f}x protobuf's JSON "
+        f"parse alone{per_cpu})",
         f"RSS {min(flat):.0f}–{max(flat):.0f} MB at each quarter of the "
         f"{r['file']['bytes'] / 2**20:.0f} MB file without the duplicate-id memory, "
         f"{min(rss):.0f}–{max(rss):.0f} MB with it (capped at 200,000 spans)",
@@ -270,6 +274,9 @@ def offline() -> Row:
                 f", against caps of {engines['local_speedup_cap_2_cores']:.2f}x and "
                 f"{engines['ray_speedup_cap_2_cores']:.2f}x set by the CPU each turn costs"
             )
+        if "ray_cpu_over_local" in engines:
+            ratio = engines["ray_cpu_over_local"]
+            cells.append(f"Ray CPU per turn {ratio:.2f}x the local engine's")
         cells.append(
             f"{rotated['parts']} rotated parts: local 2 workers {engines['local_speedup']:.2f}x, "
             f"Ray 2 workers {engines['ray_speedup']:.2f}x of 1{caps} (outputs identical: "
@@ -277,6 +284,12 @@ def offline() -> Row:
         )
         ok = ok and engines["identical_outputs"]
         ok = ok and min(engines["local_speedup"], engines["ray_speedup"]) >= 1.8
+    load = r["machine"].get("load_average_1m_at_start", 0.0)
+    if load >= 2:
+        cells.append(
+            f"measured while other jobs loaded the 2 cores (load average {load:.0f}): "
+            "wall-clock rates and speed-ups are floors"
+        )
     return (
         _link("offline", "offline re-scoring") + ", generated OTLP/JSON file",
         "; ".join(cells),

@@ -9,14 +9,18 @@ Three stages, each a Ray Data operator:
 1. read: one task per file streams it through the readers and emits one row per (record, trace):
    the trace's spans in that record, pickled, keyed by `order_key(trace_id)`; and one row of
    read counters per file;
-2. group: `groupby(key).map_groups` brings every fragment of a trace together, wherever and in
-   whatever order the files held them, and assembles the whole trace once (`trace_turns`: the
-   local engine's code: incomplete traces counted, evaluation spans left out, gold answers
-   attached, resumed turns skipped);
-3. score: `map_batches` scores the turns in chunks with the evaluators built once per Ray actor
-   (`workers` actors).
+2. group: a sort by key (Ray's sort-based shuffle) brings every fragment of a trace together,
+   wherever and in whatever order the files held them; `map_batches` over whole sorted blocks
+   (a key never straddles two blocks after the sort: the rule `map_groups` relies on, without
+   its per-trace call) assembles each trace once (`trace_turns`: the local engine's code:
+   incomplete traces counted, evaluation spans left out, gold answers attached, resumed turns
+   skipped) and encodes its turns once, with pydantic's compiled JSON encoder;
+3. score: `map_batches` tasks (at most `workers` at a time) score the turns in chunks with the
+   evaluators built once per Ray worker process and run (no actor process started per run); a
+   trace's scores travel as JSON beside its turns, which pass through unchanged.
 
-Results stream back to the driver, which writes OUT (the same writers and `--resume` path as the
+Results stream back to the driver, which parses turns and scores with pydantic's compiled JSON
+parser (one call per trace) and writes OUT (the same writers and `--resume` path as the
 local engine) and exports telemetry. The shuffle sorts by key and the order is preserved, so the
 output order is `order_key` (a CRC-32 of the trace id, then the id): the local engine's order for
 several files, whatever the split of the spans into files and the order of the files.
@@ -30,8 +34,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import uuid
 from collections.abc import Collection, Iterator, Sequence
-from typing import Any
+from typing import Any, Final
+
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict
 
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn, Score
@@ -120,19 +128,45 @@ class _ReadFile:
         yield {"key": _STATS_KEY, "data": json.dumps(counters).encode()}
 
 
-def _assemble_group(
-    group: dict[str, Any],
+def _assemble_blocks(
+    batch: dict[str, Any],
     expected: ExpectedAnswers | None,
     skip: Collection[tuple[str, str]],
-) -> dict[str, Any]:
-    """Ray `map_groups` function: a trace's fragments -> one row of its turns and counters."""
-    key = str(group["key"][0])
-    if key == _STATS_KEY:
-        return {
-            "kind": ["stats"] * len(group["data"]),
-            "payload": [d.decode() for d in group["data"]],
-        }
-    fragments = [decode_fragment(d) for d in group["data"]]
+) -> dict[str, list[Any]]:
+    """Ray `map_batches` function over whole blocks of the key-sorted rows: each trace's
+    fragments (consecutive rows of one key; the sort keeps a key within one block, the rule
+    `map_groups` itself relies on) -> one row of its turns and counters; counters rows pass.
+
+    One call per block rather than one per trace (`map_groups`): Ray's per-group slicing and
+    batch conversion cost more than assembling the trace (see docs/offline.md, "Ray").
+    """
+    keys, data = batch["key"], batch["data"]
+    out: dict[str, list[Any]] = {"kind": [], "payload": [], "turns": []}
+    start = 0
+    for end in range(1, len(keys) + 1):
+        if end < len(keys) and keys[end] == keys[start]:
+            continue
+        if str(keys[start]) == _STATS_KEY:
+            for item in data[start:end]:
+                out["kind"].append("stats")
+                out["payload"].append(bytes(item).decode())
+                out["turns"].append(b"[]")
+        else:
+            counters, turns = _assemble_trace(list(data[start:end]), expected, skip)
+            out["kind"].append("trace")
+            out["payload"].append(counters)
+            out["turns"].append(turns)
+        start = end
+    return out
+
+
+def _assemble_trace(
+    data: list[bytes],
+    expected: ExpectedAnswers | None,
+    skip: Collection[tuple[str, str]],
+) -> tuple[str, bytes]:
+    """One trace's fragments -> its counters (JSON) and its turns (JSON, pydantic's encoder)."""
+    fragments = [decode_fragment(bytes(d)) for d in data]
     merged = merge_fragments(fragments)  # a span read twice (Collector retry) is kept once
     spans, left_out = split_evaluations(merged)
     counts = TurnCounts(
@@ -141,58 +175,65 @@ def _assemble_group(
     )
     matched_before = expected.matched if expected is not None else 0
     turns = list(trace_turns(spans, counts, expected=expected, skip=skip, absent=left_out))
-    payload = {
-        "turns": [turn.to_json() for turn in turns],
+    counters = {
         "counts": {name: getattr(counts, name) for name in _TURN_COUNTERS},
         "incomplete": counts.incomplete,
         "matched": (expected.matched - matched_before) if expected is not None else 0,
     }
-    return {"kind": ["trace"], "payload": [json.dumps(payload)]}
+    return json.dumps(counters), _TURNS.dump_json(turns)
 
 
-class _Score:
-    """Ray `map_batches` class: builds the evaluators once per actor, scores the traces' turns."""
+class _Scored(TypedDict):
+    """One turn's scores, as they travel from a scoring actor to the driver."""
 
-    def __init__(self, spec: Any, concurrency: int) -> None:
-        self.evaluators = resolve_evaluators(spec)
-        self.concurrency = concurrency
-
-    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        """Score every turn of the batch's trace rows in one chunk; counters rows pass through."""
-        kinds = [str(kind) for kind in batch["kind"]]
-        rows = [json.loads(payload) for payload in batch["payload"]]
-        turns = [
-            RagTurn.from_json(turn)
-            for kind, row in zip(kinds, rows, strict=True)
-            if kind == "trace"
-            for turn in row["turns"]
-        ]
-        results = iter(score_chunk(turns, self.evaluators, self.concurrency))
-        out: list[str] = []
-        for kind, row in zip(kinds, rows, strict=True):
-            if kind == "trace":
-                row["results"] = [_result_json(next(results)) for _ in row.pop("turns")]
-            out.append(json.dumps(row))
-        return {"kind": kinds, "payload": out}
+    scores: list[Score]
+    durations: dict[str, float]
 
 
-def _result_json(result: TurnResult) -> dict[str, Any]:
-    """A TurnResult as JSON-ready data (Ray rows hold strings; no Arrow schema for details)."""
+_TURNS: Final = TypeAdapter(list[RagTurn])
+"""Turns to and from JSON in pydantic's own (compiled) encoder and parser: one call per trace."""
+_SCORES: Final = TypeAdapter(list[_Scored])
+"""A trace's turns' scores to and from JSON, likewise."""
+
+
+_EVALUATORS: dict[str, list[Any]] = {}
+"""In each Ray worker process: the evaluators of the run it scores for, by run id (one run)."""
+
+
+def _evaluators(run: str, spec: Any) -> list[Any]:
+    """The run's evaluators, built once per worker process and run (the previous run's are
+    dropped): what a scoring actor held, without starting an actor process for every run."""
+    found = _EVALUATORS.get(run)
+    if found is None:
+        _EVALUATORS.clear()
+        found = _EVALUATORS[run] = list(resolve_evaluators(spec))
+    return found
+
+
+def _score_batch(batch: dict[str, Any], run: str, spec: Any, concurrency: int) -> dict[str, Any]:
+    """Ray `map_batches` function: score every turn of the batch's rows in one chunk, adding a
+    `scores` column.
+
+    The turns column passes through as it came (the driver reads the turns from it): a turn is
+    encoded once, by the task that assembled it.
+    """
+    evaluators = _evaluators(run, spec)
+    per_row = [_TURNS.validate_json(bytes(turns)) for turns in batch["turns"]]
+    results = iter(score_chunk([t for row in per_row for t in row], evaluators, concurrency))
+    scores: list[bytes] = []
+    for row in per_row:
+        done = [next(results) for _ in row]
+        scores.append(
+            _SCORES.dump_json(
+                [{"scores": list(r.scores.values()), "durations": r.durations} for r in done]
+            )
+        )
     return {
-        "turn": result.turn.model_dump(mode="json"),
-        "scores": [score.model_dump(mode="json") for score in result.scores.values()],
-        "durations": result.durations,
+        "kind": batch["kind"],
+        "payload": batch["payload"],
+        "turns": batch["turns"],
+        "scores": scores,
     }
-
-
-def _result_from_json(data: dict[str, Any]) -> TurnResult:
-    """The TurnResult `_result_json` wrote."""
-    scores = [Score.model_validate(score) for score in data["scores"]]
-    return TurnResult(
-        RagTurn.model_validate(data["turn"]),
-        {score.name: score for score in scores},
-        data["durations"],
-    )
 
 
 def _init(ray: Any, address: str | None) -> bool:
@@ -228,18 +269,21 @@ def _plan(
         _ReadFile(fmt, strict)
     )
     traces = (
-        read.groupby("key")
-        .map_groups(
-            _assemble_group, fn_kwargs={"expected": expected, "skip": skip}, batch_format="numpy"
+        read.sort("key")
+        .map_batches(
+            _assemble_blocks,
+            fn_kwargs={"expected": expected, "skip": skip},
+            batch_size=None,  # whole blocks: a key never straddles two after the sort
+            batch_format="numpy",
         )
         .repartition(target_num_rows_per_block=chunk_size * _BLOCK_CHUNKS)
         .materialize()
     )
     return traces.map_batches(
-        _Score,
-        fn_constructor_args=(spec, concurrency),
+        _score_batch,
+        fn_kwargs={"run": uuid.uuid4().hex, "spec": spec, "concurrency": concurrency},
         batch_size=chunk_size,
-        compute=ray.data.ActorPoolStrategy(size=max(1, workers)),
+        compute=ray.data.TaskPoolStrategy(size=max(1, workers)),
         batch_format="numpy",
     )
 
@@ -326,13 +370,17 @@ def _decode(batch: dict[str, Any], summary: RescoreSummary) -> list[TurnResult]:
     """One batch of Ray's rows: read counters and turn counters go to `summary`, the turns'
     results are returned."""
     results: list[TurnResult] = []
-    for kind, payload in zip(batch["kind"], batch["payload"], strict=True):
+    rows = zip(batch["kind"], batch["payload"], batch["turns"], batch["scores"], strict=True)
+    for kind, payload, turns, scores in rows:
         row = json.loads(payload)
         if kind == "stats":
             _add_read_counters(summary, row)
-        else:
-            _add_turn_counters(summary, row)
-            results.extend(_result_from_json(data) for data in row["results"])
+            continue
+        _add_turn_counters(summary, row)
+        scored = _SCORES.validate_json(bytes(scores))
+        for turn, item in zip(_TURNS.validate_json(bytes(turns)), scored, strict=True):
+            by_name = {score.name: score for score in item["scores"]}
+            results.append(TurnResult(turn, by_name, item["durations"]))
     return results
 
 
