@@ -50,7 +50,11 @@ def serve_command(
     ] = None,
     listen: Annotated[
         str | None,
-        typer.Option("--listen", help="OTLP/HTTP address (default 127.0.0.1:4318)."),
+        typer.Option(
+            "--listen",
+            help="OTLP/HTTP address.",
+            show_default="127.0.0.1:4318",
+        ),
     ] = None,
     grpc_listen: Annotated[
         str | None, typer.Option("--grpc", help="OTLP/gRPC address (off unless given).")
@@ -59,6 +63,13 @@ def serve_command(
         list[str] | None,
         typer.Option(
             "--evaluators", "-e", help="Evaluator names, comma-separated or repeated; none: off."
+        ),
+    ] = None,
+    queue_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--queue-dir",
+            help="Persistent forward queue in this directory: accepted requests survive a crash.",
         ),
     ] = None,
     config: Annotated[
@@ -106,6 +117,7 @@ def serve_command(
         "forward": forward,
         "listen": listen,
         "grpc_listen": grpc_listen,
+        "queue_dir": queue_dir,
         "evaluators": names,
         "tls_cert_file": tls_cert_file,
         "tls_key_file": tls_key_file,
@@ -126,6 +138,9 @@ def serve_command(
     _setup_logging(log_level.value)
     try:
         gateway = Gateway(resolved)
+    except OSError as error:  # the listen address is in use or not ours: before anything starts
+        print_error(f"cannot listen: {error.strerror or error}")
+        raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None
     except (ValueError, TypeError, ImportError) as error:
         print_error(str(error))
         raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None

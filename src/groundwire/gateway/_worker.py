@@ -9,7 +9,9 @@ due traces straight to the background runner (no queue or thread between), and t
 emitter exports the carrier spans, result events and evaluation metrics to the downstream with
 the child's own providers. Every half second it sends its counts back, which `/healthz` and the
 gateway's gauges show. On shutdown it scores what it holds within the deadline and sends its
-final counts.
+final counts. With a persistent queue its reports also say which queued requests are done for
+scoring and which traces were scored (`Scorer.take_scored`); the parent records them on disk
+(`on_scored`), and a restarted gateway starts the child with the trace ids scored before.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from groundwire.gateway._config import GatewayConfig
@@ -39,7 +42,9 @@ _NICE: Final = 10
 _STOP: Final = "stop"
 
 
-def _build_scorer(config: GatewayConfig, metrics: GatewayMetrics, providers: Any) -> Any:
+def _build_scorer(
+    config: GatewayConfig, metrics: GatewayMetrics, providers: Any, scored: Iterable[str] = ()
+) -> Any:
     """The runner, emitter and trace window behind scoring (in the child)."""
     from groundwire._registry import resolve_evaluators
     from groundwire.gateway._scoring import Scorer
@@ -66,7 +71,15 @@ def _build_scorer(config: GatewayConfig, metrics: GatewayMetrics, providers: Any
         max_spans=config.max_open_spans,
         remember=_REMEMBER,
     )
-    return Scorer(BackgroundRunner(runner_config, emitter), window, metrics)
+
+    def flush() -> None:
+        """Export the carrier spans and result events written so far."""
+        providers.tracer_provider.force_flush(5_000)
+        if providers.logger_provider is not None:
+            providers.logger_provider.force_flush(5_000)
+
+    runner = BackgroundRunner(runner_config, emitter)
+    return Scorer(runner, window, metrics, already_scored=scored, flush=flush)
 
 
 def check_evaluators(config: GatewayConfig) -> None:
@@ -81,10 +94,17 @@ def check_evaluators(config: GatewayConfig) -> None:
 
 
 def _stats(
-    scorer: Any, metrics: GatewayMetrics, final: bool = False, drained: bool = True
+    scorer: Any,
+    metrics: GatewayMetrics,
+    final: bool = False,
+    drained: bool = True,
+    flush: bool = True,
 ) -> dict[str, Any]:
     stats = scorer.stats()
+    done, scored = scorer.take_scored(flush=flush)
     return {
+        "done_seqs": done,
+        "scored_ids": scored,
         "final": final,
         "drained": drained,
         "open_traces": scorer.open_traces,
@@ -130,7 +150,9 @@ def _serve(scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any) -> flo
             outbox.put(_stats(scorer, metrics))
 
 
-def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int) -> None:
+def scoring_main(
+    config: GatewayConfig, inbox: Any, outbox: Any, log_level: int, scored: Any = ()
+) -> None:
     """The child process: decode, group, score, export, report counts; stop on `_STOP`."""
     import signal
 
@@ -143,31 +165,48 @@ def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int)
         os.nice(_NICE)
     providers = build_providers(config, prometheus=False)
     metrics = GatewayMetrics(None)  # tallies only: the parent records them (one /metrics)
-    scorer = _build_scorer(config, metrics, providers)
+    scorer = _build_scorer(config, metrics, providers, scored)
     deadline_s = _serve(scorer, metrics, inbox, outbox)
     orphaned = deadline_s is None
+    if orphaned and config.queue_dir is not None:
+        # the persistent queue holds these traces and the next gateway scores them: scoring
+        # them here too would give them two results
+        logger.warning("the open traces are left to the next start (persistent queue)")
+        scorer.runner.shutdown(0.0)
+        providers.shutdown(1.0)
+        return
     if deadline_s is None:
         deadline_s = config.shutdown_timeout_s
     started = time.monotonic()
     _turns, drained = scorer.shutdown(max(0.0, deadline_s - 0.5))
     providers.shutdown(max(0.5, deadline_s - (time.monotonic() - started)))
     if not orphaned:
-        outbox.put(_stats(scorer, metrics, final=True, drained=drained))
+        outbox.put(_stats(scorer, metrics, final=True, drained=drained, flush=False))
 
 
 class ScoringProcess:
     """The parent's handle on the scoring child: feed it, read its counts, stop it."""
 
-    def __init__(self, config: GatewayConfig, metrics: GatewayMetrics) -> None:
-        """Start the child (spawned: a clean interpreter, no inherited threads or sockets)."""
+    def __init__(
+        self,
+        config: GatewayConfig,
+        metrics: GatewayMetrics,
+        *,
+        scored: Iterable[str] = (),
+        on_scored: Callable[[list[int], list[str]], None] | None = None,
+    ) -> None:
+        """Start the child (spawned: a clean interpreter, no inherited threads or sockets);
+        the traces in `scored` are not scored again; `on_scored(requests, trace_ids)` hears
+        of the queued requests done for scoring and the traces scored."""
         context = multiprocessing.get_context("spawn")
         self._metrics = metrics
+        self._on_scored = on_scored
         self._inbox: Any = context.Queue(maxsize=config.scoring_queue_requests)
         self._outbox: Any = context.Queue()
         level = logging.getLogger("groundwire").getEffectiveLevel()
         self._process = context.Process(
             target=scoring_main,
-            args=(config, self._inbox, self._outbox, level),
+            args=(config, self._inbox, self._outbox, level, frozenset(scored)),
             name="groundwire-gateway-scoring",
             daemon=True,
         )
@@ -202,6 +241,11 @@ class ScoringProcess:
                 return
             before = self.last.get("counts", {})
             self._metrics.absorb(before, stats.get("counts", {}), stats.get("lags", []))
+            scored_turns = stats["turns"]["scored"] - self.last.get("turns", {}).get("scored", 0)
+            if scored_turns > 0:
+                self._metrics.scored_turns(scored_turns)
+            if self._on_scored is not None and (stats["done_seqs"] or stats["scored_ids"]):
+                self._on_scored(stats["done_seqs"], stats["scored_ids"])
             self.last = stats
             if stats.get("final"):
                 self._final.set()
@@ -230,14 +274,15 @@ class ScoringProcess:
         """True while the child runs."""
         return self._process.is_alive()
 
-    def feed(self, body: bytes, spans: int) -> bool:
-        """Queue a protobuf traces request for scoring (`spans`: the receiver's count); never
-        blocks (False: counted as not scored, dropped)."""
+    def feed(self, body: bytes, spans: int, seqs: tuple[int, ...] = (), wait: bool = False) -> bool:
+        """Queue a protobuf traces request for scoring (`spans`: the receiver's count; `seqs`:
+        its rows in the persistent queue); never blocks unless `wait` (a replay at start; up to
+        a few seconds). False: counted as not scored, dropped."""
         if self._closing or self._dead:
             self._metrics.not_scored(spans, "shutdown" if self._closing else "scoring_stopped")
             return False
         try:
-            self._inbox.put_nowait((body, spans, time.monotonic()))
+            self._inbox.put((body, spans, time.monotonic(), seqs), block=wait, timeout=5.0)
         except queue.Full:
             self._metrics.not_scored(spans, "scoring_queue_full")
             return False

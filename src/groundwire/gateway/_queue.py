@@ -1,0 +1,372 @@
+"""`DiskQueue`: the opt-in persistent forward queue (`queue_dir`), one SQLite database in WAL mode.
+
+Why SQLite: it ships with Python (no new dependency), its write-ahead log is checksummed frame by
+frame (a torn write at the tail after a crash is detected and rolled back by SQLite itself), a
+commit with `synchronous=FULL` is on disk before it returns, and decades of use make it the
+best-kept embedded store there is. An append-only file of our own would have to re-solve each of
+these. On top of SQLite every row keeps a CRC-32 of its body, so a row damaged on disk (a flipped
+sector, a file edited by hand) is detected when it is read back, skipped, counted and logged, and
+never stops the replay.
+
+A row is one accepted request: it is committed before the client gets its 200 (`append`, with
+group commit: the requests arriving while one commit runs share the next), and it stays until
+nothing needs it any more: its forwarding is done (delivered, or given up for good) and, for a
+traces request being scored, its spans' traces are scored (`scored`). On start `replay` reads
+what is left, in the order it was accepted. Scored trace ids are kept for a while (`scored_since`)
+so that a restarted gateway does not score a trace twice.
+
+All database work happens on one thread of its own; the asyncio loop only awaits its results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+__all__ = ["DB_NAME", "DiskQueue", "QueueWriteError", "StoredRequest"]
+
+logger = logging.getLogger("groundwire.gateway")
+
+_T = TypeVar("_T")
+
+DB_NAME: Final = "queue.sqlite3"
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS requests (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    signal TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    items INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    crc INTEGER NOT NULL,
+    forward INTEGER NOT NULL,
+    score INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS scored (trace_id TEXT PRIMARY KEY, at REAL NOT NULL);
+"""
+
+
+class QueueWriteError(OSError):
+    """The queue could not store a request (disk full, read-only, damaged): answer 503."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRequest:
+    """One request read back from the queue."""
+
+    seq: int
+    signal: str
+    content_type: str
+    items: int
+    body: bytes
+    forward: bool
+    """Not yet delivered downstream."""
+    score: bool
+    """Its traces not yet scored."""
+
+
+class DiskQueue:
+    """Accepted requests on disk until delivered (and scored), replayed in order on start."""
+
+    def __init__(self, directory: Path) -> None:
+        """Open (or create) the queue in `directory`; a damaged database is moved aside and what
+        can be read from it is kept."""
+        self.directory = directory
+        self.path = directory / DB_NAME
+        self.corrupt = 0
+        """Rows found damaged and skipped (since this process started)."""
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="gateway-queue")
+        self._lock = threading.Lock()
+        self._pending: list[tuple[tuple[str, str, int, bytes, int, int], Future[int]]] = []
+        self._done: list[int] = []
+        self._unscore: list[int] = []
+        self._scored: list[str] = []
+        self._flushing = False
+        self._bytes = 0
+        self._records = 0
+        self._db: sqlite3.Connection = self._call(self._open)
+
+    # --- the database thread ---------------------------------------------------------------------
+
+    def _call(self, function: Callable[..., _T], *args: Any) -> _T:
+        """Run `function(*args)` on the database thread and wait for its result."""
+        return self._executor.submit(function, *args).result()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before the client's 200
+        db.executescript(_SCHEMA)
+        return db
+
+    def _open(self) -> sqlite3.Connection:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            db = self._connect()
+            check = db.execute("PRAGMA quick_check").fetchone()
+            if check is None or check[0] != "ok":
+                db.close()
+                raise sqlite3.DatabaseError(str(check[0] if check else "no answer"))
+        except sqlite3.DatabaseError as error:
+            return self._salvage(error)
+        row = db.execute("SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM requests").fetchone()
+        self._records, self._bytes = int(row[0]), int(row[1])
+        return db
+
+    def _salvage(self, error: Exception) -> sqlite3.Connection:
+        """Move a damaged database aside, start a new one and copy every row still readable."""
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        moved = self.path.with_name(f"{DB_NAME}.damaged-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(str(self.path) + suffix)
+            if source.exists():
+                source.replace(Path(str(moved) + suffix))
+        logger.error(
+            "the forward queue %s is damaged (%s); moved to %s, reading back what it can",
+            self.path,
+            error,
+            moved.name,
+        )
+        db = self._connect()
+        kept = 0
+        for row in _readable_rows(moved):
+            if row is None:
+                self.corrupt += 1
+                continue
+            db.execute(
+                "INSERT INTO requests (seq, signal, content_type, items, body, crc, forward, "
+                "score) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+            kept += 1
+            self._records += 1
+            self._bytes += len(row[4])
+        logger.error("kept %d requests from the damaged queue; %d unreadable", kept, self.corrupt)
+        return db
+
+    # --- state -----------------------------------------------------------------------------------
+
+    @property
+    def held_bytes(self) -> int:
+        """Body bytes held on disk."""
+        return self._bytes
+
+    @property
+    def held_records(self) -> int:
+        """Requests held on disk."""
+        return self._records
+
+    # --- reading back ----------------------------------------------------------------------------
+
+    def replay(self) -> Iterator[StoredRequest]:
+        """Every request held, oldest first; damaged rows are logged, counted, deleted, skipped."""
+        seqs = [row[0] for row in self._call(self._all_seqs)]
+        for start in range(0, len(seqs), 256):
+            for row in self._call(self._read_rows, seqs[start : start + 256]):
+                if isinstance(row, int):
+                    self._count_corrupt(row)
+                    continue
+                yield row
+
+    def _all_seqs(self) -> list[tuple[int]]:
+        return self._db.execute("SELECT seq FROM requests ORDER BY seq").fetchall()
+
+    def _read_rows(self, seqs: list[int]) -> list[StoredRequest | int]:
+        out: list[StoredRequest | int] = []
+        for seq in seqs:
+            try:
+                row = self._db.execute(
+                    "SELECT signal, content_type, items, body, crc, forward, score FROM requests "
+                    "WHERE seq = ?",
+                    (seq,),
+                ).fetchone()
+            except sqlite3.DatabaseError:
+                row = None
+            if row is None or zlib.crc32(row[3]) != row[4]:
+                out.append(seq)
+                continue
+            out.append(
+                StoredRequest(
+                    seq, row[0], row[1], row[2], bytes(row[3]), bool(row[5]), bool(row[6])
+                )
+            )
+        return out
+
+    def _count_corrupt(self, seq: int) -> None:
+        self.corrupt += 1
+        logger.error(
+            "forward queue: request #%d is damaged (checksum mismatch); skipped and removed", seq
+        )
+        self._call(self._delete_damaged, seq)
+
+    def _delete_damaged(self, seq: int) -> None:
+        row = self._db.execute("SELECT LENGTH(body) FROM requests WHERE seq = ?", (seq,)).fetchone()
+        self._db.execute("DELETE FROM requests WHERE seq = ?", (seq,))
+        if row is not None:
+            self._records -= 1
+            self._bytes -= int(row[0] or 0)
+
+    def scored_since(self, seconds: float) -> set[str]:
+        """Trace ids (hex) scored in the last `seconds`; older ones are forgotten."""
+        return self._call(self._scored_since, seconds)
+
+    def _scored_since(self, seconds: float) -> set[str]:
+        cutoff = time.time() - seconds
+        self._db.execute("DELETE FROM scored WHERE at < ?", (cutoff,))
+        return {row[0] for row in self._db.execute("SELECT trace_id FROM scored").fetchall()}
+
+    # --- writing ---------------------------------------------------------------------------------
+
+    async def append(
+        self, signal: str, content_type: str, items: int, body: bytes, *, score: bool
+    ) -> int:
+        """Store one request durably; its sequence number. QueueWriteError when it cannot be."""
+        future: Future[int] = Future()
+        row = (signal, content_type, items, body, zlib.crc32(body), int(score))
+        with self._lock:
+            self._pending.append((row, future))
+            self._schedule()
+        return await asyncio.wrap_future(future)
+
+    def done(self, seqs: Iterable[int]) -> None:
+        """Forwarding of these requests is over (delivered or given up for good)."""
+        with self._lock:
+            self._done.extend(seqs)
+            self._schedule()
+
+    def scored(self, seqs: Iterable[int], trace_ids: Iterable[str]) -> None:
+        """These requests' traces are scored; remember these trace ids as scored."""
+        with self._lock:
+            self._unscore.extend(seqs)
+            self._scored.extend(trace_ids)
+            self._schedule()
+
+    def _schedule(self) -> None:
+        """Start a flush unless one is running (it picks up what is pending when it ends)."""
+        if not self._flushing:
+            self._flushing = True
+            self._executor.submit(self._flush)
+
+    def _flush(self) -> None:
+        """One transaction for everything pending; repeated while more arrives."""
+        while True:
+            with self._lock:
+                pending, self._pending = self._pending, []
+                done, self._done = self._done, []
+                unscore, self._unscore = self._unscore, []
+                scored, self._scored = self._scored, []
+                if not (pending or done or unscore or scored):
+                    self._flushing = False
+                    return
+            try:
+                self._write(pending, done, unscore, scored)
+            except sqlite3.Error as error:
+                self._failed(error, pending, done, unscore, scored)
+
+    def _write(
+        self,
+        pending: list[tuple[tuple[str, str, int, bytes, int, int], Future[int]]],
+        done: list[int],
+        unscore: list[int],
+        scored: list[str],
+    ) -> None:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            seqs = []
+            for row, _ in pending:
+                cursor = db.execute(
+                    "INSERT INTO requests (signal, content_type, items, body, crc, forward, "
+                    "score) VALUES (?, ?, ?, ?, ?, 1, ?)",
+                    row,
+                )
+                seqs.append(int(cursor.lastrowid or 0))
+            db.executemany("UPDATE requests SET forward = 0 WHERE seq = ?", [(s,) for s in done])
+            db.executemany("UPDATE requests SET score = 0 WHERE seq = ?", [(s,) for s in unscore])
+            now = time.time()
+            db.executemany(
+                "INSERT OR REPLACE INTO scored (trace_id, at) VALUES (?, ?)",
+                [(t, now) for t in scored],
+            )
+            removed = 0, 0
+            if done or unscore:
+                removed = db.execute(
+                    "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM requests "
+                    "WHERE forward = 0 AND score = 0"
+                ).fetchone()
+                db.execute("DELETE FROM requests WHERE forward = 0 AND score = 0")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        self._records += len(pending) - int(removed[0])
+        self._bytes += sum(len(row[3]) for row, _ in pending) - int(removed[1])
+        for (_, future), seq in zip(pending, seqs, strict=True):
+            future.set_result(seq)
+
+    def _failed(
+        self,
+        error: sqlite3.Error,
+        pending: list[tuple[tuple[str, str, int, bytes, int, int], Future[int]]],
+        done: list[int],
+        unscore: list[int],
+        scored: list[str],
+    ) -> None:
+        """A failed commit: refuse the new requests (503); keep the rest for the next flush."""
+        logger.error("forward queue: cannot write to %s: %s", self.path, error)
+        for _, future in pending:
+            future.set_exception(QueueWriteError(f"the forward queue cannot be written: {error}"))
+        with self._lock:
+            self._done[:0] = done
+            self._unscore[:0] = unscore
+            self._scored[:0] = scored
+
+    def close(self) -> None:
+        """Write what is pending, checkpoint the log and close."""
+        self._executor.submit(self._close).result()
+        self._executor.shutdown(wait=True)
+
+    def _close(self) -> None:
+        with self._lock:
+            left = bool(self._done or self._unscore or self._scored)
+        if left:
+            self._flushing = True
+            self._flush()
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as error:
+            logger.warning("forward queue: checkpoint at close failed: %s", error)
+        self._db.close()
+
+
+def _readable_rows(path: Path) -> Iterator[tuple[int, str, str, int, bytes, int, int, int] | None]:
+    """The rows of a damaged database that still read back whole (None for each that does not)."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        seqs = [row[0] for row in db.execute("SELECT seq FROM requests ORDER BY seq")]
+    except sqlite3.Error:
+        yield None
+        return
+    for seq in seqs:
+        try:
+            row = db.execute(
+                "SELECT seq, signal, content_type, items, body, crc, forward, score FROM requests "
+                "WHERE seq = ?",
+                (seq,),
+            ).fetchone()
+        except sqlite3.Error:
+            row = None
+        if row is None or zlib.crc32(row[4]) != row[5]:
+            yield None
+        else:
+            yield (row[0], row[1], row[2], row[3], bytes(row[4]), row[5], row[6], row[7])
+    db.close()
