@@ -12,28 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
+from tests.gateway._traces import protobuf_request
 from tests.gateway.conftest import GatewayProcess, RawDownstream
 
 pytestmark = pytest.mark.slow  # real `groundwire serve` processes
 
 _REQUESTS = 36
 _SPANS_PER_REQUEST = 10
-
-
-def _request(index: int) -> bytes:
-    """A protobuf traces request of `_SPANS_PER_REQUEST` spans with distinct ids."""
-    message = trace_service_pb2.ExportTraceServiceRequest()
-    scope = message.resource_spans.add().scope_spans.add()
-    for number in range(_SPANS_PER_REQUEST):
-        span = scope.spans.add()
-        span.trace_id = index.to_bytes(16, "big")
-        span.span_id = (index * 1000 + number + 1).to_bytes(8, "big")
-        span.name = f"op-{index}-{number}"
-        span.kind = trace_pb2.Span.SPAN_KIND_INTERNAL
-        span.start_time_unix_nano, span.end_time_unix_nano = 1, 2
-    return message.SerializeToString()
 
 
 def _post(url: str, body: bytes) -> int:
@@ -64,7 +49,7 @@ def test_503_with_retry_after_then_429_are_retried_and_every_span_arrives_once(
         env={"GROUNDWIRE_GATEWAY_RETRY_INITIAL_S": "0.05", "GROUNDWIRE_GATEWAY_RETRY_MAX_S": "0.2"},
     )
     for index in range(_REQUESTS):
-        assert _post(gateway.url + "/v1/traces", _request(index)) == 200
+        assert _post(gateway.url + "/v1/traces", protobuf_request(index, _SPANS_PER_REQUEST)) == 200
     total = _REQUESTS * _SPANS_PER_REQUEST
     assert downstream.wait_for(lambda d: len(d.spans()) >= total, timeout_s=20)
     gateway.wait_health(lambda h: h["buffered_requests"] == 0)
