@@ -28,13 +28,20 @@ from groundwire.gateway._queue import DiskQueue
 from groundwire.gateway._signals import CONTENT_PROTOBUF
 from groundwire.gateway._transport import Batch, Transport
 
-__all__ = ["MERGE_MAX_BYTES", "Forwarder"]
+__all__ = ["MERGE_MAX_BYTES", "Forwarder", "backoff_s"]
 
 logger = logging.getLogger("groundwire.gateway")
 
 MERGE_MAX_BYTES: Final = 1024 * 1024
 """The largest request made by joining queued protobuf requests (downstream limits are larger:
 the Collector's OTLP receivers take 4 MiB over gRPC and 20 MiB over HTTP by default)."""
+
+
+def backoff_s(failures: int, initial_s: float, max_s: float) -> float:
+    """The wait after `failures` consecutive failures: doubling from `initial_s`, jittered by
+    +-20 %, and never above `max_s` (the jitter is applied inside the cap, not after it)."""
+    backoff = initial_s * 2 ** min(failures - 1, 60) * random.uniform(0.8, 1.2)
+    return min(max_s, backoff)
 
 
 class Forwarder:
@@ -222,8 +229,7 @@ class Forwarder:
             self._drop(batch, "expired", outcome.status)
             return
         self._failures += 1
-        backoff = self._initial * 2 ** min(self._failures - 1, 60) * random.uniform(0.8, 1.2)
-        backoff = min(self._max_backoff, backoff)  # jitter inside the cap, never above it
+        backoff = backoff_s(self._failures, self._initial, self._max_backoff)
         delay = outcome.retry_after_s if outcome.retry_after_s is not None else backoff
         self._gate_until = max(self._gate_until, time.monotonic() + delay)
         self._queue.appendleft(batch)
