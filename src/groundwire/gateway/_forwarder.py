@@ -40,7 +40,7 @@ the Collector's OTLP receivers take 4 MiB over gRPC and 20 MiB over HTTP by defa
 def backoff_s(failures: int, initial_s: float, max_s: float) -> float:
     """The wait after `failures` consecutive failures: doubling from `initial_s`, jittered by
     +-20 %, and never above `max_s` (the jitter is applied inside the cap, not after it)."""
-    backoff = initial_s * 2 ** min(failures - 1, 60) * random.uniform(0.8, 1.2)
+    backoff: float = initial_s * 2 ** min(failures - 1, 60) * random.uniform(0.8, 1.2)
     return min(max_s, backoff)
 
 
