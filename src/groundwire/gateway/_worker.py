@@ -34,6 +34,9 @@ __all__ = ["ScoringProcess", "scoring_main"]
 logger = logging.getLogger("groundwire.gateway")
 
 _STATS_EVERY_S: Final = 0.5
+_SCORED_EVERY_S: Final = 0.05
+"""How often finished traces are reported for the persistent queue's record: the shorter, the
+fewer results a SIGKILL leaves exported but unrecorded (scored again after the restart)."""
 _TICK_S: Final = 0.1
 """How often, at most, due traces are looked for while no request arrives."""
 _REMEMBER: Final = 100_000
@@ -98,13 +101,12 @@ def _stats(
     metrics: GatewayMetrics,
     final: bool = False,
     drained: bool = True,
-    flush: bool = True,
 ) -> dict[str, Any]:
     stats = scorer.stats()
-    done, scored = scorer.take_scored(flush=flush)
-    return {
-        "done_seqs": done,
-        "scored_ids": scored,
+    out: dict[str, Any] = {}
+    if final:  # the results are exported (the providers are shut down): no flush
+        out["scored"] = scorer.take_scored(flush=False)
+    return out | {
         "final": final,
         "drained": drained,
         "open_traces": scorer.open_traces,
@@ -124,7 +126,7 @@ def _stats(
 def _serve(scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any) -> float | None:
     """The child's loop: score fed requests, submit due traces, report counts every half
     second; returns the shutdown deadline the parent sent, None when the parent is gone."""
-    last = 0.0
+    last = last_scored = 0.0
     while True:
         try:
             item = inbox.get(timeout=_TICK_S)
@@ -139,6 +141,11 @@ def _serve(scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any) -> flo
             scorer.tick(now)
         except Exception:
             logger.exception("scoring step failed; the telemetry was still forwarded")
+        if now - last_scored >= _SCORED_EVERY_S:
+            last_scored = now
+            done, ids = scorer.take_scored()
+            if done or ids:
+                outbox.put({"scored": (done, ids)})
         if now - last >= _STATS_EVERY_S:
             last = now
             parent = multiprocessing.parent_process()
@@ -171,17 +178,17 @@ def scoring_main(
     if orphaned and config.queue_dir is not None:
         # the persistent queue holds these traces and the next gateway scores them: scoring
         # them here too would give them two results
+        # (and exporting the results not yet recorded as scored would double them too)
         logger.warning("the open traces are left to the next start (persistent queue)")
-        scorer.runner.shutdown(0.0)
-        providers.shutdown(1.0)
-        return
+        logging.shutdown()
+        os._exit(0)
     if deadline_s is None:
         deadline_s = config.shutdown_timeout_s
     started = time.monotonic()
     _turns, drained = scorer.shutdown(max(0.0, deadline_s - 0.5))
     providers.shutdown(max(0.5, deadline_s - (time.monotonic() - started)))
     if not orphaned:
-        outbox.put(_stats(scorer, metrics, final=True, drained=drained, flush=False))
+        outbox.put(_stats(scorer, metrics, final=True, drained=drained))
 
 
 class ScoringProcess:
@@ -239,13 +246,15 @@ class ScoringProcess:
             except (EOFError, OSError):
                 self._final.set()
                 return
+            if self._on_scored is not None and stats.get("scored"):
+                self._on_scored(*stats["scored"])
+            if "final" not in stats:
+                continue  # a report of scored traces only
             before = self.last.get("counts", {})
             self._metrics.absorb(before, stats.get("counts", {}), stats.get("lags", []))
             scored_turns = stats["turns"]["scored"] - self.last.get("turns", {}).get("scored", 0)
             if scored_turns > 0:
                 self._metrics.scored_turns(scored_turns)
-            if self._on_scored is not None and (stats["done_seqs"] or stats["scored_ids"]):
-                self._on_scored(stats["done_seqs"], stats["scored_ids"])
             self.last = stats
             if stats.get("final"):
                 self._final.set()
