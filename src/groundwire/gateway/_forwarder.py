@@ -101,9 +101,10 @@ class Forwarder:
         """What to tell a refused sender: the time until the gate opens (at least 1 s)."""
         return max(1, int(self._gate_until - time.monotonic() + 0.999))
 
-    def has_room(self, size: int) -> bool:
-        """True when `size` more bytes fit in the buffer."""
-        return not self._stopping and self._bytes + size <= self._max_bytes
+    def has_room(self, size: int, held: int = 0) -> bool:
+        """True when `size` more bytes fit in the buffer (beside `held` bytes held elsewhere
+        under the same bound: the persistent queue's requests waiting only for scoring)."""
+        return not self._stopping and max(self._bytes, held) + size <= self._max_bytes
 
     def offer(self, batch: Batch) -> bool:
         """Take a batch for forwarding; False (nothing taken) when the buffer is full."""

@@ -67,7 +67,8 @@ class Intake:
 
     async def accept(self, signal: Signal, body: bytes, content_type: str) -> Refusal | None:
         """Take one request body; None when accepted, else why not."""
-        if not self.forwarder.has_room(len(body)):
+        held = 0 if self.queue is None else self.queue.held_bytes
+        if not self.forwarder.has_room(len(body), held):
             return self._full(signal, "the gateway's forward buffer is full (downstream slow or "
                               "down); retry later")  # fmt: skip
         try:

@@ -76,10 +76,12 @@ class StoredRequest:
 class DiskQueue:
     """Accepted requests on disk until delivered (and scored), replayed in order on start."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, keep_scored_s: float = 120.0) -> None:
         """Open (or create) the queue in `directory`; a damaged database is moved aside and what
-        can be read from it is kept."""
+        can be read from it is kept. Scored trace ids are kept `keep_scored_s` seconds."""
         self.directory = directory
+        self.keep_scored_s = keep_scored_s
+        self._pruned = 0.0
         self.path = directory / DB_NAME
         self.corrupt = 0
         """Rows found damaged and skipped (since this process started)."""
@@ -214,13 +216,12 @@ class DiskQueue:
             self._records -= 1
             self._bytes -= int(row[0] or 0)
 
-    def scored_since(self, seconds: float) -> set[str]:
-        """Trace ids (hex) scored in the last `seconds`; older ones are forgotten."""
-        return self._call(self._scored_since, seconds)
+    def scored_recently(self) -> set[str]:
+        """Trace ids (hex) scored in the last `keep_scored_s`; older ones are forgotten."""
+        return self._call(self._scored_recently)
 
-    def _scored_since(self, seconds: float) -> set[str]:
-        cutoff = time.time() - seconds
-        self._db.execute("DELETE FROM scored WHERE at < ?", (cutoff,))
+    def _scored_recently(self) -> set[str]:
+        self._db.execute("DELETE FROM scored WHERE at < ?", (time.time() - self.keep_scored_s,))
         return {row[0] for row in self._db.execute("SELECT trace_id FROM scored").fetchall()}
 
     # --- writing ---------------------------------------------------------------------------------
@@ -296,6 +297,9 @@ class DiskQueue:
                 "INSERT OR REPLACE INTO scored (trace_id, at) VALUES (?, ?)",
                 [(t, now) for t in scored],
             )
+            if scored and now - self._pruned > 10.0:  # forget old scored ids as we go
+                self._pruned = now
+                db.execute("DELETE FROM scored WHERE at < ?", (now - self.keep_scored_s,))
             removed = 0, 0
             if done or unscore:
                 removed = db.execute(

@@ -103,13 +103,15 @@ def check_listen(config: GatewayConfig) -> None:
 
 def _open_queue(config: GatewayConfig) -> DiskQueue | None:
     """The persistent queue of `queue_dir`, or None; a directory that cannot be used is a
-    ValueError naming it."""
+    ValueError naming it. Scored trace ids are kept as long as a stored request can still hold
+    spans of them: a request waits for scoring at most about `max_wait_s` after its traces'
+    first spans."""
     if config.queue_dir is None:
         return None
     import sqlite3
 
     try:
-        return DiskQueue(Path(config.queue_dir))
+        return DiskQueue(Path(config.queue_dir), keep_scored_s=max(120.0, 4 * config.max_wait_s))
     except (OSError, sqlite3.Error) as error:
         raise ValueError(
             f"queue_dir: cannot open the queue in {config.queue_dir}: {error}"
@@ -141,7 +143,7 @@ class Gateway:
             check_evaluators(config)
             scored: set[str] = set()
             if self.queue is not None:
-                scored = self.queue.scored_since(max(600.0, 4 * config.max_wait_s))
+                scored = self.queue.scored_recently()
             self.scorer = ScoringProcess(
                 config,
                 self.metrics,
