@@ -110,6 +110,7 @@ class DiskQueue:
         return db
 
     def _open(self) -> sqlite3.Connection:
+        """Connect, check the database (`quick_check`) and read the held totals."""
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
             db = self._connect()
@@ -182,6 +183,8 @@ class DiskQueue:
         return self._db.execute("SELECT seq FROM requests ORDER BY seq").fetchall()
 
     def _read_rows(self, seqs: list[int]) -> list[StoredRequest | int]:
+        """The rows `seqs` (one query each, so a damaged page spoils only its own rows); the
+        sequence number alone for a row that does not read back whole."""
         out: list[StoredRequest | int] = []
         for seq in seqs:
             try:
@@ -279,6 +282,8 @@ class DiskQueue:
         unscore: list[int],
         scored: list[str],
     ) -> None:
+        """One transaction: insert the new requests, mark the delivered and scored ones, record
+        scored trace ids, delete the rows nothing needs; then answer the waiting appends."""
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -340,6 +345,7 @@ class DiskQueue:
         self._executor.shutdown(wait=True)
 
     def _close(self) -> None:
+        """Write what is pending, truncate the write-ahead log, close the connection."""
         with self._lock:
             left = bool(self._done or self._unscore or self._scored)
         if left:
