@@ -16,7 +16,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import grpc
 import pytest
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from tests.gateway._traces import protobuf_request
 from tests.gateway.conftest import GatewayProcess, RawDownstream
 
@@ -205,3 +208,26 @@ def test_a_full_disk_is_a_503_with_retry_after_and_loses_nothing_accepted(
     time.sleep(0.3)
     assert Counter(_span_ids(downstream)) == Counter(_expected(accepted))
     assert gateway.health()["counts"]["refused:traces:queue_unavailable"] == refused
+
+
+def test_what_a_shutdown_deadline_leaves_stays_on_disk_for_the_next_start(
+    downstream: RawDownstream, run_gateway: Callable[..., GatewayProcess], tmp_path: Path
+) -> None:
+    """SIGTERM with the downstream down: the requests (over HTTP and over gRPC) are not dropped
+    but kept, the log says so, exit 0; the next start delivers them."""
+    queue = str(tmp_path / "queue")
+    downstream.stop()
+    args = ("--forward", downstream.endpoint, "--queue-dir", queue, "--grpc", "127.0.0.1:0")
+    first = run_gateway(*args, env={"GROUNDWIRE_GATEWAY_SHUTDOWN_TIMEOUT_S": "1"})
+    for index in range(3):
+        assert _post(first.url, protobuf_request(index))[0] == 200
+    with grpc.insecure_channel(f"127.0.0.1:{first.grpc_port}") as channel:
+        stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+        stub.Export(ExportTraceServiceRequest.FromString(protobuf_request(3)), timeout=10)
+    assert first.terminate() == 0
+    assert "40 items not forwarded before the deadline are kept in the queue" in first.output()
+    assert "dropped 0" in first.output()
+    downstream.start()
+    run_gateway(*args)
+    assert downstream.wait_for(lambda d: len(d.spans()) >= 40)
+    assert Counter(_span_ids(downstream)) == Counter(_expected([0, 1, 2, 3]))
