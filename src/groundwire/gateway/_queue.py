@@ -50,8 +50,11 @@ CREATE TABLE IF NOT EXISTS requests (
     forward INTEGER NOT NULL,
     score INTEGER NOT NULL
 );
+CREATE INDEX IF NOT EXISTS finished ON requests (seq) WHERE forward = 0 AND score = 0;
 CREATE TABLE IF NOT EXISTS scored (trace_id TEXT PRIMARY KEY, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS scored_at ON scored (at);
 """
+"""`finished` holds only the rows about to be deleted, so finding them never scans the queue."""
 
 
 class QueueWriteError(OSError):
