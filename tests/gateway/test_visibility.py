@@ -1,6 +1,6 @@
 """ "Did it work?" for the gateway: a periodic log line with forwarded, scored and dropped counts,
 a scored-turns counter on `/metrics`, scored in the `stopped:` line; a retry backoff that keeps to
-`retry_max_s`; a listen address in use refused at once with one line; `--help` showing defaults."""
+`retry_max_s`; a listen address in use refused at once with one line; `--help` showing the queue."""
 
 from __future__ import annotations
 
@@ -91,7 +91,8 @@ def test_a_listen_address_in_use_exits_2_at_once_with_one_line() -> None:
     assert "Transient error" not in done.stderr
 
 
-def test_serve_help_shows_the_listen_default_and_the_queue_dir() -> None:
+def test_serve_help_shows_the_queue_dir() -> None:
+    """`--queue-dir` is offered (the `--listen` default: tests/test_cli_output.py)."""
     done, _ = _serve("--help")
     assert done.returncode == 0
-    assert "127.0.0.1:4318" in done.stdout and "--queue-dir" in done.stdout
+    assert "--queue-dir" in done.stdout and "survive a crash" in done.stdout

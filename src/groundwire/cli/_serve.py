@@ -50,11 +50,7 @@ def serve_command(
     ] = None,
     listen: Annotated[
         str | None,
-        typer.Option(
-            "--listen",
-            help="OTLP/HTTP address.",
-            show_default="127.0.0.1:4318",
-        ),
+        typer.Option("--listen", help="OTLP/HTTP address (default 127.0.0.1:4318)."),
     ] = None,
     grpc_listen: Annotated[
         str | None, typer.Option("--grpc", help="OTLP/gRPC address (off unless given).")
