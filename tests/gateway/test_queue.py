@@ -166,12 +166,12 @@ def test_dead_downstream_makes_it_not_ready_until_the_queue_drains(
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 256 KiB tmpfs: a disk that fills up."""
+    """An 8 MiB tmpfs: a disk that fills up."""
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("mounting a small tmpfs needs root and mount(8)")
     path = tmp_path / "small"
     path.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(path)])
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(path)])
     if done.returncode != 0:
         pytest.skip("this container may not mount a tmpfs")
     yield path
@@ -185,29 +185,39 @@ def test_a_full_disk_is_a_503_with_retry_after_and_loses_nothing_accepted(
 ) -> None:
     """The queue's disk fills up while the downstream is down: 503 with Retry-After and one
     clear log line, the gateway keeps running; when the downstream returns every request that
-    was answered 200 arrives, once."""
+    was answered 200 arrives, once, the queue empties (recording deliveries needs the room kept
+    free) and new requests are taken again."""
     downstream.stop()
     gateway = run_gateway(
         "--forward", downstream.endpoint, "--queue-dir", str(small_disk / "queue"),
-        env=_FAST_RETRY,
+        "--max-request-bytes", "20000", env=_FAST_RETRY,
     )  # fmt: skip
     accepted, refused = [], 0
-    for index in range(80):
-        status, headers = _post(gateway.url, protobuf_request(index, pad=600))
+    for index in range(1000):
+        status, headers = _post(gateway.url, protobuf_request(index, pad=1500))
         if status == 200:
             accepted.append(index)
         else:
             assert status == 503 and int(headers["Retry-After"]) >= 1
             refused += 1
-    assert accepted and refused
-    assert "forward queue: cannot write to" in gateway.output()
-    assert "disk is full" in gateway.output()
+            if refused == 10:
+                break
+    assert accepted and refused == 10
+    log = gateway.output()
+    assert "forward queue: refusing new requests (503): the disk of" in log
+    assert "is nearly full (the queue keeps" in log
+    assert log.count("refusing new requests") == 1  # one line, not one per request
     assert gateway.process.poll() is None
     downstream.start()
     assert downstream.wait_for(lambda d: len(d.spans()) >= 10 * len(accepted))
     time.sleep(0.3)
     assert Counter(_span_ids(downstream)) == Counter(_expected(accepted))
     assert gateway.health()["counts"]["refused:traces:queue_unavailable"] == refused
+    # delivered rows are deleted though the disk was full, and the freed space takes new ones
+    health = gateway.wait_health(lambda h: h["queue"]["records"] == 0)
+    assert health["queue"]["records"] == 0
+    assert _post(gateway.url, protobuf_request(5000, pad=1500))[0] == 200
+    assert downstream.wait_for(lambda d: len(d.spans()) == 10 * (len(accepted) + 1))
 
 
 def test_what_a_shutdown_deadline_leaves_stays_on_disk_for_the_next_start(

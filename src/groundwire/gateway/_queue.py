@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -32,11 +33,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from groundwire.gateway._repair import salvage
+
 __all__ = ["DB_NAME", "DiskQueue", "QueueWriteError", "StoredRequest"]
 
 logger = logging.getLogger("groundwire.gateway")
 
 _T = TypeVar("_T")
+
+_PAGE_BYTES: Final = 4096
+"""SQLite's default page size."""
+_WAL_KEEP_BYTES: Final = 4 << 20
+"""The write-ahead log is cut back to this size after a checkpoint (it is reused, not grown)."""
 
 DB_NAME: Final = "queue.sqlite3"
 _SCHEMA: Final = """
@@ -79,12 +87,20 @@ class StoredRequest:
 class DiskQueue:
     """Accepted requests on disk until delivered (and scored), replayed in order on start."""
 
-    def __init__(self, directory: Path, *, keep_scored_s: float = 120.0) -> None:
+    def __init__(
+        self, directory: Path, *, keep_scored_s: float = 120.0, reserve_bytes: int = 1 << 20
+    ) -> None:
         """Open (or create) the queue in `directory`; a damaged database is moved aside and what
-        can be read from it is kept. Scored trace ids are kept `keep_scored_s` seconds."""
+        can be read from it is kept. Scored trace ids are kept `keep_scored_s` seconds. New
+        requests are refused while the disk has less free than `reserve_bytes` plus what the
+        held requests take, so that there is always room to record their delivery (which is
+        what frees space)."""
         self.directory = directory
         self.keep_scored_s = keep_scored_s
+        self.reserve_bytes = reserve_bytes
         self._pruned = 0.0
+        self._warned = self._checkpointed = 0.0
+        self._unwarned = 0
         self.path = directory / DB_NAME
         self.corrupt = 0
         """Rows found damaged and skipped (since this process started)."""
@@ -109,6 +125,7 @@ class DiskQueue:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before the client's 200
+        db.execute(f"PRAGMA journal_size_limit={_WAL_KEEP_BYTES}")  # what a checkpoint leaves
         db.executescript(_SCHEMA)
         return db
 
@@ -129,33 +146,9 @@ class DiskQueue:
 
     def _salvage(self, error: Exception) -> sqlite3.Connection:
         """Move a damaged database aside, start a new one and copy every row still readable."""
-        stamp = time.strftime("%Y%m%dT%H%M%S")
-        moved = self.path.with_name(f"{DB_NAME}.damaged-{stamp}")
-        for suffix in ("", "-wal", "-shm"):
-            source = Path(str(self.path) + suffix)
-            if source.exists():
-                source.replace(Path(str(moved) + suffix))
-        logger.error(
-            "the forward queue %s is damaged (%s); moved to %s, reading back what it can",
-            self.path,
-            error,
-            moved.name,
-        )
-        db = self._connect()
-        kept = 0
-        for row in _readable_rows(moved):
-            if row is None:
-                self.corrupt += 1
-                continue
-            db.execute(
-                "INSERT INTO requests (seq, signal, content_type, items, body, crc, forward, "
-                "score) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
-            kept += 1
-            self._records += 1
-            self._bytes += len(row[4])
-        logger.error("kept %d requests from the damaged queue; %d unreadable", kept, self.corrupt)
+        db, kept, unreadable = salvage(self.path, error, self._connect)
+        self.corrupt += unreadable
+        self._records, self._bytes = kept
         return db
 
     # --- state -----------------------------------------------------------------------------------
@@ -263,7 +256,8 @@ class DiskQueue:
             self._executor.submit(self._flush)
 
     def _flush(self) -> None:
-        """One transaction for everything pending; repeated while more arrives."""
+        """One transaction for everything pending; repeated while more arrives. After a failed
+        commit it stops, and tries what is left again a second later."""
         while True:
             with self._lock:
                 pending, self._pending = self._pending, []
@@ -273,10 +267,69 @@ class DiskQueue:
                 if not (pending or done or unscore or scored):
                     self._flushing = False
                     return
+            if pending and self._low_on_disk():
+                self._refuse(
+                    pending,
+                    f"the disk of {self.directory} is nearly full (the queue keeps "
+                    f"{self._needed_bytes()} bytes free to record deliveries)",
+                )
+                pending = []
             try:
                 self._write(pending, done, unscore, scored)
             except sqlite3.Error as error:
-                self._failed(error, pending, done, unscore, scored)
+                self._refuse(pending, f"cannot write to {self.path}: {error}")
+                if pending and (done or unscore or scored):
+                    try:  # without the new requests: recording deliveries frees space
+                        self._write([], done, unscore, scored)
+                        continue
+                    except sqlite3.Error:
+                        pass
+                with self._lock:
+                    self._done[:0] = done
+                    self._unscore[:0] = unscore
+                    self._scored[:0] = scored
+                    self._flushing = False
+                retry = threading.Timer(1.0, self._retry)
+                retry.daemon = True
+                retry.start()
+                return
+
+    def _retry(self) -> None:
+        """Try again what a failed commit left (deliveries and scores to record)."""
+        with self._lock:
+            if self._done or self._unscore or self._scored:
+                self._schedule()
+
+    def _needed_bytes(self) -> int:
+        """Room kept free: `reserve_bytes`, plus what recording the delivery of every held
+        request can take (its bytes and a page each: a delete rewrites the pages it touches)."""
+        return self.reserve_bytes + self._bytes + self._records * _PAGE_BYTES
+
+    def _low_on_disk(self) -> bool:
+        """True when less than `_needed_bytes` can be written, even after moving the log into
+        the database (a checkpoint, at most once a second: the log is reused only after one)."""
+        if self._free_bytes() >= self._needed_bytes():
+            return False
+        now = time.monotonic()
+        if now - self._checkpointed < 1.0:
+            return True
+        self._checkpointed = now
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error:
+            return True
+        return self._free_bytes() < self._needed_bytes()
+
+    def _free_bytes(self) -> int:
+        """Bytes the queue can still write: free on its disk (for this user) plus the pages its
+        database freed and reuses before it grows (the file does not shrink)."""
+        try:
+            stat = os.statvfs(self.directory)
+            pages = self._db.execute("PRAGMA freelist_count").fetchone()[0]
+            size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        except (OSError, sqlite3.Error):
+            return self.reserve_bytes  # cannot tell: let SQLite say
+        return int(stat.f_bavail * stat.f_frsize + pages * size)
 
     def _write(
         self,
@@ -325,22 +378,23 @@ class DiskQueue:
         for (_, future), seq in zip(pending, seqs, strict=True):
             future.set_result(seq)
 
-    def _failed(
-        self,
-        error: sqlite3.Error,
-        pending: list[tuple[tuple[str, str, int, bytes, int, int], Future[int]]],
-        done: list[int],
-        unscore: list[int],
-        scored: list[str],
+    def _refuse(
+        self, pending: list[tuple[tuple[str, str, int, bytes, int, int], Future[int]]], why: str
     ) -> None:
-        """A failed commit: refuse the new requests (503); keep the rest for the next flush."""
-        logger.error("forward queue: cannot write to %s: %s", self.path, error)
+        """Refuse new requests (the receivers answer 503); logged at most every 10 seconds."""
         for _, future in pending:
-            future.set_exception(QueueWriteError(f"the forward queue cannot be written: {error}"))
-        with self._lock:
-            self._done[:0] = done
-            self._unscore[:0] = unscore
-            self._scored[:0] = scored
+            future.set_exception(QueueWriteError(f"the forward queue cannot take it: {why}"))
+        if not pending:
+            return
+        now = time.monotonic()
+        if now - self._warned < 10.0:
+            self._unwarned += len(pending)
+            return
+        more = (
+            f" ({self._unwarned} more refused since the last such line)" if self._unwarned else ""
+        )
+        logger.error("forward queue: refusing new requests (503): %s%s", why, more)
+        self._warned, self._unwarned = now, 0
 
     def close(self) -> None:
         """Write what is pending, checkpoint the log and close."""
@@ -359,27 +413,3 @@ class DiskQueue:
         except sqlite3.Error as error:
             logger.warning("forward queue: checkpoint at close failed: %s", error)
         self._db.close()
-
-
-def _readable_rows(path: Path) -> Iterator[tuple[int, str, str, int, bytes, int, int, int] | None]:
-    """The rows of a damaged database that still read back whole (None for each that does not)."""
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        seqs = [row[0] for row in db.execute("SELECT seq FROM requests ORDER BY seq")]
-    except sqlite3.Error:
-        yield None
-        return
-    for seq in seqs:
-        try:
-            row = db.execute(
-                "SELECT seq, signal, content_type, items, body, crc, forward, score FROM requests "
-                "WHERE seq = ?",
-                (seq,),
-            ).fetchone()
-        except sqlite3.Error:
-            row = None
-        if row is None or zlib.crc32(row[4]) != row[5]:
-            yield None
-        else:
-            yield (row[0], row[1], row[2], row[3], bytes(row[4]), row[5], row[6], row[7])
-    db.close()

@@ -83,6 +83,11 @@ def _server_ssl(config: GatewayConfig) -> ssl.SSLContext | None:
     return context
 
 
+_DISK_RESERVE_BYTES = 1 << 20
+"""Disk kept free under the persistent queue (plus one largest request): recording that requests
+were delivered needs a little room, and it is what frees the rest."""
+
+
 def check_listen(config: GatewayConfig) -> None:
     """Bind the listen addresses once and let go: an address in use is an OSError now, before
     any exporter or process is started (no retry noise on the way out)."""
@@ -111,7 +116,11 @@ def _open_queue(config: GatewayConfig) -> DiskQueue | None:
     import sqlite3
 
     try:
-        return DiskQueue(Path(config.queue_dir), keep_scored_s=max(120.0, 4 * config.max_wait_s))
+        return DiskQueue(
+            Path(config.queue_dir),
+            keep_scored_s=max(120.0, 4 * config.max_wait_s),
+            reserve_bytes=_DISK_RESERVE_BYTES + config.max_request_bytes,
+        )
     except (OSError, sqlite3.Error) as error:
         raise ValueError(
             f"queue_dir: cannot open the queue in {config.queue_dir}: {error}"
