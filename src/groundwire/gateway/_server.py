@@ -15,6 +15,7 @@ import gc
 import logging
 import signal
 import socket
+import sqlite3
 import ssl
 import time
 from dataclasses import dataclass
@@ -113,8 +114,6 @@ def _open_queue(config: GatewayConfig) -> DiskQueue | None:
     first spans."""
     if config.queue_dir is None:
         return None
-    import sqlite3
-
     try:
         return DiskQueue(
             Path(config.queue_dir),
