@@ -457,7 +457,19 @@ def _queue_part(tmp: Path) -> dict[str, Any]:
     proxy = _role("proxy", tmp, sink.url)
     memory = _gateway(tmp, sink.url)
     queued = _gateway(tmp, sink.url, "--queue-dir", str(tmp / f"queue-{time.monotonic_ns()}"))
-    fronts = {"proxy": proxy, "gateway": memory, "gateway_queue": queued}
+    unsynced = _gateway(
+        tmp,
+        sink.url,
+        "--queue-dir",
+        str(tmp / f"queue-{time.monotonic_ns()}"),
+        config={"queue_fsync": False},
+    )
+    fronts = {
+        "proxy": proxy,
+        "gateway": memory,
+        "gateway_queue": queued,
+        "gateway_queue_nofsync": unsynced,
+    }
     runs: dict[str, list[float]] = {side: [] for side in fronts}
     latency: dict[str, Any] = {}
     try:
@@ -476,21 +488,46 @@ def _queue_part(tmp: Path) -> dict[str, Any]:
                              "probes": len(values)}  # fmt: skip
             print(f"queue latency {side}: {latency[side]}", flush=True)
     finally:
-        for process in (queued, memory, proxy, sink):
+        for process in (unsynced, queued, memory, proxy, sink):
             process.stop()
     out: dict[str, Any] = {
         side: {"median": statistics.median(v), "min": min(v), "max": max(v)}
         for side, v in runs.items()
     }
-    for name, top, bottom in (("queue_vs_memory", "gateway_queue", "gateway"),
-                              ("queue_vs_proxy", "gateway_queue", "proxy")):  # fmt: skip
+    pairs = (("queue_vs_memory", "gateway_queue", "gateway"),
+             ("queue_vs_proxy", "gateway_queue", "proxy"),
+             ("nofsync_vs_memory", "gateway_queue_nofsync", "gateway"))  # fmt: skip
+    for name, top, bottom in pairs:
         ratios = [a / b for a, b in zip(runs[top], runs[bottom], strict=True)]
         out[name] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
     out["latency"] = latency
     out["queue_added_p99_ms"] = latency["gateway_queue"]["p99_ms"] - latency["gateway"]["p99_ms"]
+    out["nofsync_added_p99_ms"] = (
+        latency["gateway_queue_nofsync"]["p99_ms"] - latency["gateway"]["p99_ms"]
+    )
+    out["fsync_ms"] = _fsync_ms(tmp)
     out["load_average_1m"] = os.getloadavg()[0]
     out["measured"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return out
+
+
+def _fsync_ms(tmp: Path) -> dict[str, float]:
+    """This disk's cost of one small SQLite commit with fsync (WAL, synchronous=FULL): the floor
+    under the queue's added latency."""
+    import sqlite3
+
+    db = sqlite3.connect(tmp / "fsync.sqlite3", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE t (x BLOB)")
+    times = []
+    for _ in range(200):
+        started = time.perf_counter()
+        db.execute("INSERT INTO t VALUES (?)", (os.urandom(500),))
+        times.append((time.perf_counter() - started) * 1000)
+    db.close()
+    times.sort()
+    return {"p50": _pct(times, 0.50), "p99": _pct(times, 0.99)}
 
 
 def _queue_only() -> None:
@@ -791,11 +828,17 @@ def _queue_markdown(q: dict[str, Any]) -> list[str]:
         "|---|---|---|---|",
     ]
     for side, label in (("proxy", "minimal OTLP proxy"), ("gateway", "groundwire serve"),
-                        ("gateway_queue", "groundwire serve --queue-dir")):  # fmt: skip
+                        ("gateway_queue", "groundwire serve --queue-dir"),
+                        ("gateway_queue_nofsync", "--queue-dir, queue_fsync: false")):  # fmt: skip
+        if side not in q:
+            continue
         row = q[side]
         rows.append(f"| {label} | {row['median']:,.0f} | {row['min']:,.0f} | {row['max']:,.0f} |")
     for name, label in (("queue_vs_memory", "with the queue / without"),
-                        ("queue_vs_proxy", "with the queue / proxy")):  # fmt: skip
+                        ("queue_vs_proxy", "with the queue / proxy"),
+                        ("nofsync_vs_memory", "queue without fsync / without queue")):  # fmt: skip
+        if name not in q:
+            continue
         r = q[name]
         rows.append(f"| **ratio {label}** | **{r['median']:.2f}x** | {r['min']:.2f}x | "
                     f"{r['max']:.2f}x |")  # fmt: skip
@@ -808,15 +851,26 @@ def _queue_markdown(q: dict[str, Any]) -> list[str]:
         "|---|---|---|---|",
     ]
     paths = (("direct", "client -> sink"), ("proxy", "via minimal proxy"),
-             ("gateway", "via gateway"), ("gateway_queue", "via gateway --queue-dir"))  # fmt: skip
+             ("gateway", "via gateway"), ("gateway_queue", "via gateway --queue-dir"),
+             ("gateway_queue_nofsync", "via gateway --queue-dir, no fsync"))  # fmt: skip
     for side, label in paths:
+        if side not in q["latency"]:
+            continue
         row = q["latency"][side]
         rows.append(f"| {label} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {row['probes']} |")
     rows += [
         "",
-        f"Added at p99 by the queue (with - without): **{q['queue_added_p99_ms']:.2f} ms**.",
-        "",
-    ]
+        f"Added at p99 by the queue (with - without): **{q['queue_added_p99_ms']:.2f} ms**"
+        + (f"; without fsync: {q['nofsync_added_p99_ms']:.2f} ms" if "nofsync_added_p99_ms" in q
+           else "") + ".",
+    ]  # fmt: skip
+    if "fsync_ms" in q:
+        rows.append(
+            f"One small SQLite commit with fsync on this disk during the run: p50 "
+            f"{q['fsync_ms']['p50']:.2f} ms, p99 {q['fsync_ms']['p99']:.2f} ms: the floor under "
+            "the added latency with `queue_fsync` on (the default)."
+        )
+    rows.append("")
     return rows
 
 

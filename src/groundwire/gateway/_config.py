@@ -166,6 +166,9 @@ class GatewayConfig:
     queue_dir: str | None = _option(
         None, "opt_str", "directory of the persistent forward queue (off: memory only)"
     )
+    queue_fsync: bool = _option(
+        True, "bool", "fsync each queue commit (off: survives a killed process, not power loss)"
+    )
     retry_initial_s: float = _option(0.5, "float", "first retry backoff")
     retry_max_s: float = _option(30.0, "float", "longest retry backoff")
     retry_max_elapsed_s: float = _option(300.0, "float", "give up on a request after this long")

@@ -2,7 +2,8 @@
 
 Why SQLite: it ships with Python (no new dependency), its write-ahead log is checksummed frame by
 frame (a torn write at the tail after a crash is detected and rolled back by SQLite itself), a
-commit with `synchronous=FULL` is on disk before it returns, and decades of use make it the
+commit with `synchronous=FULL` is on disk before it returns (`fsync` False: in the operating
+system's cache, which outlives the process but not a power loss), and decades of use make it the
 best-kept embedded store there is. An append-only file of our own would have to re-solve each of
 these. On top of SQLite every row keeps a CRC-32 of its body, so a row damaged on disk (a flipped
 sector, a file edited by hand) is detected when it is read back, skipped, counted and logged, and
@@ -88,14 +89,21 @@ class DiskQueue:
     """Accepted requests on disk until delivered (and scored), replayed in order on start."""
 
     def __init__(
-        self, directory: Path, *, keep_scored_s: float = 120.0, reserve_bytes: int = 1 << 20
+        self,
+        directory: Path,
+        *,
+        keep_scored_s: float = 120.0,
+        reserve_bytes: int = 1 << 20,
+        fsync: bool = True,
     ) -> None:
         """Open (or create) the queue in `directory`; a damaged database is moved aside and what
         can be read from it is kept. Scored trace ids are kept `keep_scored_s` seconds. New
         requests are refused while the disk has less free than `reserve_bytes` plus what the
         held requests take, so that there is always room to record their delivery (which is
-        what frees space)."""
+        what frees space). `fsync` False: a commit reaches the operating system, not the disk
+        (it survives the process being killed, not the machine losing power)."""
         self.directory = directory
+        self.fsync = fsync
         self.keep_scored_s = keep_scored_s
         self.reserve_bytes = reserve_bytes
         self._pruned = 0.0
@@ -124,7 +132,9 @@ class DiskQueue:
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before the client's 200
+        # FULL: a commit is on disk before the client's 200; NORMAL (in WAL mode): it is in the
+        # operating system's cache, which outlives the process but not a power loss
+        db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
         db.execute(f"PRAGMA journal_size_limit={_WAL_KEEP_BYTES}")  # what a checkpoint leaves
         db.executescript(_SCHEMA)
         return db

@@ -119,6 +119,7 @@ def _open_queue(config: GatewayConfig) -> DiskQueue | None:
             Path(config.queue_dir),
             keep_scored_s=max(120.0, 4 * config.max_wait_s),
             reserve_bytes=_DISK_RESERVE_BYTES + config.max_request_bytes,
+            fsync=config.queue_fsync,
         )
     except (OSError, sqlite3.Error) as error:
         raise ValueError(
