@@ -814,7 +814,7 @@ def _queue_markdown(q: dict[str, Any]) -> list[str]:
         "",
         "Each request is committed to SQLite (WAL, `synchronous=FULL`: on disk before the 200; "
         "concurrent requests share a commit) and deleted once delivered. Same closed loop as "
-        "above, runs alternated; all three sides measured in the same run"
+        "above, runs alternated; every side measured in the same run"
         + (
             f" ({q['measured']}, load average {q['load_average_1m']:.1f} on "
             f"{os.cpu_count()} CPUs at the end: compare the ratios, not the spans/s with the "
