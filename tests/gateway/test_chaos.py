@@ -80,7 +80,8 @@ def test_sigkill_under_load_loses_no_accepted_span_and_scores_every_turn(
             f"chaos: {len(acked_spans)} spans accepted, {doubled_spans} forwarded twice; "
             f"{len(whole)} whole turns, {doubled_results} scored twice; {_KILLS} SIGKILLs"
         )
-        assert doubled_results <= max(2, len(whole) // 20)
+        # a second result only for a turn exported in the few ms before its record: rare
+        assert doubled_results <= max(2, len(whole) // 100)
     finally:
         if client.poll() is None:
             client.kill()

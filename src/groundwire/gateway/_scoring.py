@@ -21,6 +21,8 @@ trace ids scored before (`already_scored`) and their spans are not scored again.
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
@@ -32,7 +34,7 @@ from groundwire.offline.readers import spans_from_message
 from groundwire.runner import BackgroundRunner, RunnerStats
 from groundwire.trace_window import ReleasedTrace, TraceWindow
 
-__all__ = ["Scorer"]
+__all__ = ["ScoredReporter", "Scorer"]
 
 _REMEMBER = 100_000
 """Released trace ids remembered to tell a late request's traces from new ones."""
@@ -129,9 +131,10 @@ class Scorer:
         if done or trace_ids:
             self._awaiting.append((self.runner.stats().submitted, done, trace_ids))
 
-    def take_scored(self, *, flush: bool = True) -> tuple[list[int], list[str]]:
+    def take_scored(self) -> tuple[list[int], list[str]]:
         """The queued requests done for scoring and the trace ids scored, whose turns the
-        runner has finished since the last call; their results are flushed downstream first."""
+        runner has finished since the last call (flush their results with `flush_results`
+        before recording them)."""
         finished = self.runner.stats().finished
         done: list[int] = []
         ids: list[str] = []
@@ -139,9 +142,12 @@ class Scorer:
             _, seqs, trace_ids = self._awaiting.popleft()
             done.extend(seqs)
             ids.extend(trace_ids)
-        if ids and flush and self._flush is not None:
-            self._flush()
         return done, ids
+
+    def flush_results(self) -> None:
+        """Export the results written so far (waits for the exporters)."""
+        if self._flush is not None:
+            self._flush()
 
     def _submit(self, traces: list[ReleasedTrace]) -> None:
         """Assemble released traces and submit their turns (the runner samples and queues)."""
@@ -173,3 +179,54 @@ class Scorer:
             logger.exception("scoring the open traces at shutdown failed")
         drained = self.runner.shutdown(max(0.0, deadline - time.monotonic()))
         return self._turns, drained
+
+
+class ScoredReporter:
+    """Reports scored traces once their results are exported, on a thread of its own.
+
+    Waiting for the exporters (seconds while the downstream refuses and they retry) must not
+    stop scoring, nor hold back the reports of traces whose results went out: the longer a
+    result is exported but not recorded, the likelier a crash scores its turn twice.
+    """
+
+    def __init__(
+        self, flush: Callable[[], object], send: Callable[[list[int], list[str]], None]
+    ) -> None:
+        """`flush()` exports the results written so far; `send(requests, trace_ids)` reports."""
+        self._flush = flush
+        self._send = send
+        self._items: queue.SimpleQueue[tuple[list[int], list[str]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="gateway-scored", daemon=True)
+        self._thread.start()
+
+    def offer(self, done: list[int], trace_ids: list[str]) -> None:
+        """Report these once what was written before now is exported."""
+        self._items.put((done, trace_ids))
+
+    def _run(self) -> None:
+        while True:
+            item = self._items.get()
+            if item is None:
+                return
+            done, ids = list(item[0]), list(item[1])
+            stop = False
+            while not self._items.empty():  # one flush for everything waiting
+                more = self._items.get()
+                if more is None:
+                    stop = True
+                    break
+                done.extend(more[0])
+                ids.extend(more[1])
+            try:
+                if ids:
+                    self._flush()
+                self._send(done, ids)
+            except Exception:
+                logger.exception("reporting scored traces failed")
+            if stop:
+                return
+
+    def close(self, timeout_s: float) -> None:
+        """Report what is waiting (within `timeout_s`), then stop."""
+        self._items.put(None)
+        self._thread.join(timeout_s)

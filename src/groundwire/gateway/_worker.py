@@ -105,7 +105,7 @@ def _stats(
     stats = scorer.stats()
     out: dict[str, Any] = {}
     if final:  # the results are exported (the providers are shut down): no flush
-        out["scored"] = scorer.take_scored(flush=False)
+        out["scored"] = scorer.take_scored()
     return out | {
         "final": final,
         "drained": drained,
@@ -123,10 +123,14 @@ def _stats(
     }
 
 
-def _serve(scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any) -> float | None:
-    """The child's loop: score fed requests, submit due traces, report counts every half
-    second; returns the shutdown deadline the parent sent, None when the parent is gone."""
+def _serve(
+    scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any, reporter: Any
+) -> float | None:
+    """The child's loop: score fed requests, submit due traces, hand scored traces to the
+    `reporter` every 50 ms and report counts every half second; returns the shutdown deadline
+    the parent sent, None when the parent is gone."""
     last = last_scored = 0.0
+    parent = multiprocessing.parent_process()
     while True:
         try:
             item = inbox.get(timeout=_TICK_S)
@@ -143,17 +147,16 @@ def _serve(scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any) -> flo
             logger.exception("scoring step failed; the telemetry was still forwarded")
         if now - last_scored >= _SCORED_EVERY_S:
             last_scored = now
-            done, ids = scorer.take_scored()
-            if done or ids:
-                outbox.put({"scored": (done, ids)})
-        if now - last >= _STATS_EVERY_S:
-            last = now
-            parent = multiprocessing.parent_process()
             if parent is not None and not parent.is_alive():
                 # the gateway was killed (SIGKILL, OOM) without stopping us: nobody will send
                 # the stop, and the queue never ends (this process holds its write end too)
                 logger.warning("the gateway process is gone; the scoring process stops")
                 return None
+            done, ids = scorer.take_scored()
+            if done or ids:
+                reporter.offer(done, ids)
+        if now - last >= _STATS_EVERY_S:
+            last = now
             outbox.put(_stats(scorer, metrics))
 
 
@@ -163,6 +166,7 @@ def scoring_main(
     """The child process: decode, group, score, export, report counts; stop on `_STOP`."""
     import signal
 
+    from groundwire.gateway._scoring import ScoredReporter  # the child's imports, not the parent's
     from groundwire.gateway._telemetry import build_providers
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
@@ -173,7 +177,10 @@ def scoring_main(
     providers = build_providers(config, prometheus=False)
     metrics = GatewayMetrics(None)  # tallies only: the parent records them (one /metrics)
     scorer = _build_scorer(config, metrics, providers, scored)
-    deadline_s = _serve(scorer, metrics, inbox, outbox)
+    reporter = ScoredReporter(
+        scorer.flush_results, lambda done, ids: outbox.put({"scored": (done, ids)})
+    )
+    deadline_s = _serve(scorer, metrics, inbox, outbox, reporter)
     orphaned = deadline_s is None
     if orphaned and config.queue_dir is not None:
         # the persistent queue holds these traces and the next gateway scores them: scoring
@@ -186,6 +193,8 @@ def scoring_main(
         deadline_s = config.shutdown_timeout_s
     started = time.monotonic()
     _turns, drained = scorer.shutdown(max(0.0, deadline_s - 0.5))
+    reporter.offer(*scorer.take_scored())
+    reporter.close(max(0.1, deadline_s - (time.monotonic() - started)))
     providers.shutdown(max(0.5, deadline_s - (time.monotonic() - started)))
     if not orphaned:
         outbox.put(_stats(scorer, metrics, final=True, drained=drained))
