@@ -15,8 +15,11 @@ runs alternated; median of RUNS with min/max; ratios from one run.
    sink (carrier spans excluded): the figure is the difference, which must be exactly 0.
 4. Scoring: turns scored per second with one worker thread (one core), then the share of turns
    scored vs dropped when fed at 1x, 2x and 4x that rate; RSS of the gateway over MEMORY_S at 1x.
+5. The persistent queue (`--queue-dir`): pass-through throughput with the queue vs without it vs
+   the minimal proxy (closed loop, as in 1), and the p99 latency a paced probe gains through it.
 
 Run: `python -m tests.benchmarks gateway`. Writes results/gateway.{md,json}.
+`python -m tests.benchmarks.bench_gateway queue` runs part 5 alone and updates its section.
 """
 
 from __future__ import annotations
@@ -447,6 +450,98 @@ async def _paced(url: str, rate: float, seconds: float) -> int:
     return ok
 
 
+def _queue_part(tmp: Path) -> dict[str, Any]:
+    """Part 5: the gateway with `--queue-dir` vs without vs the minimal proxy."""
+    body = _batch(SPANS_PER_REQUEST)
+    sink = _sink(tmp, record=True)
+    proxy = _role("proxy", tmp, sink.url)
+    memory = _gateway(tmp, sink.url)
+    queued = _gateway(tmp, sink.url, "--queue-dir", str(tmp / f"queue-{time.monotonic_ns()}"))
+    unsynced = _gateway(
+        tmp,
+        sink.url,
+        "--queue-dir",
+        str(tmp / f"queue-{time.monotonic_ns()}"),
+        config={"queue_fsync": False},
+    )
+    fronts = {
+        "proxy": proxy,
+        "gateway": memory,
+        "gateway_queue": queued,
+        "gateway_queue_nofsync": unsynced,
+    }
+    runs: dict[str, list[float]] = {side: [] for side in fronts}
+    latency: dict[str, Any] = {}
+    try:
+        for _ in range(RUNS):
+            for side, front in fronts.items():
+                runs[side].append(_throughput(front.url, body))
+            print("queue throughput run: " + ", ".join(
+                f"{side} {values[-1]:.0f}" for side, values in runs.items()) + " spans/s",
+                flush=True)  # fmt: skip
+        for side, front in (("direct", sink), *fronts.items()):
+            asyncio.run(_probe_and_feed(front.url, WARMUP_S, 0.0, seed=2))
+            sent, _, _ = asyncio.run(_probe_and_feed(front.url, LATENCY_S, 0.0))
+            time.sleep(0.5)
+            values = _latencies(sink, sent)
+            latency[side] = {"p50_ms": _pct(values, 0.50), "p99_ms": _pct(values, 0.99),
+                             "probes": len(values)}  # fmt: skip
+            print(f"queue latency {side}: {latency[side]}", flush=True)
+    finally:
+        for process in (unsynced, queued, memory, proxy, sink):
+            process.stop()
+    out: dict[str, Any] = {
+        side: {"median": statistics.median(v), "min": min(v), "max": max(v)}
+        for side, v in runs.items()
+    }
+    pairs = (("queue_vs_memory", "gateway_queue", "gateway"),
+             ("queue_vs_proxy", "gateway_queue", "proxy"),
+             ("nofsync_vs_memory", "gateway_queue_nofsync", "gateway"))  # fmt: skip
+    for name, top, bottom in pairs:
+        ratios = [a / b for a, b in zip(runs[top], runs[bottom], strict=True)]
+        out[name] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+    out["latency"] = latency
+    out["queue_added_p99_ms"] = latency["gateway_queue"]["p99_ms"] - latency["gateway"]["p99_ms"]
+    out["nofsync_added_p99_ms"] = (
+        latency["gateway_queue_nofsync"]["p99_ms"] - latency["gateway"]["p99_ms"]
+    )
+    out["fsync_ms"] = _fsync_ms(tmp)
+    out["load_average_1m"] = os.getloadavg()[0]
+    out["measured"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return out
+
+
+def _fsync_ms(tmp: Path) -> dict[str, float]:
+    """This disk's cost of one small SQLite commit with fsync (WAL, synchronous=FULL): the floor
+    under the queue's added latency."""
+    import sqlite3
+
+    db = sqlite3.connect(tmp / "fsync.sqlite3", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE t (x BLOB)")
+    times = []
+    for _ in range(200):
+        started = time.perf_counter()
+        db.execute("INSERT INTO t VALUES (?)", (os.urandom(500),))
+        times.append((time.perf_counter() - started) * 1000)
+    db.close()
+    times.sort()
+    return {"p50": _pct(times, 0.50), "p99": _pct(times, 0.99)}
+
+
+def _queue_only() -> None:
+    """Run part 5 alone; its section of results/gateway.{json,md} is replaced."""
+    path = RESULTS / "gateway.json"
+    if not path.is_file():
+        raise SystemExit(f"{path} is missing: run `python -m tests.benchmarks gateway` first")
+    out = json.loads(path.read_text())
+    out["queue"] = _queue_part(Path(tempfile.mkdtemp(prefix="bench-gateway-")))
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    (RESULTS / "gateway.md").write_text(_markdown(out))
+    print("\n".join(_queue_markdown(out["queue"])))
+
+
 # --- main ----------------------------------------------------------------------------------------
 
 _EVAL_CONFIG = {
@@ -612,6 +707,7 @@ def main() -> None:
     latency["evaluation_added_p99_ms"] = on["p99_ms"] - off["p99_ms"]
     latency["gateway_vs_proxy_p99_ms"] = on["p99_ms"] - latency["proxy"]["p99_ms"]
     out["latency"] = latency
+    out["queue"] = _queue_part(tmp)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "gateway.json").write_text(json.dumps(out, indent=2) + "\n")
     (RESULTS / "gateway.md").write_text(_markdown(out))
@@ -706,8 +802,80 @@ def _markdown(out: dict[str, Any]) -> str:
         "2 while this ran); the loss figure does not.",
         "",
     ]
+    if "queue" in out:
+        rows += _queue_markdown(out["queue"])
     return "\n".join(rows)
 
 
+def _queue_markdown(q: dict[str, Any]) -> list[str]:
+    """Part 5's section."""
+    rows = [
+        "## The persistent queue (`--queue-dir`): pass-through, evaluation off",
+        "",
+        "Each request is committed to SQLite (WAL, `synchronous=FULL`: on disk before the 200; "
+        "concurrent requests share a commit) and deleted once delivered. Same closed loop as "
+        "above, runs alternated; every side measured in the same run"
+        + (
+            f" ({q['measured']}, load average {q['load_average_1m']:.1f} on "
+            f"{os.cpu_count()} CPUs at the end: compare the ratios, not the spans/s with the "
+            "sections above)"
+            if "measured" in q
+            else ""
+        )
+        + ".",
+        "",
+        "| side | spans/s median | min | max |",
+        "|---|---|---|---|",
+    ]
+    for side, label in (("proxy", "minimal OTLP proxy"), ("gateway", "groundwire serve"),
+                        ("gateway_queue", "groundwire serve --queue-dir"),
+                        ("gateway_queue_nofsync", "--queue-dir, queue_fsync: false")):  # fmt: skip
+        if side not in q:
+            continue
+        row = q[side]
+        rows.append(f"| {label} | {row['median']:,.0f} | {row['min']:,.0f} | {row['max']:,.0f} |")
+    for name, label in (("queue_vs_memory", "with the queue / without"),
+                        ("queue_vs_proxy", "with the queue / proxy"),
+                        ("nofsync_vs_memory", "queue without fsync / without queue")):  # fmt: skip
+        if name not in q:
+            continue
+        r = q[name]
+        rows.append(f"| **ratio {label}** | **{r['median']:.2f}x** | {r['min']:.2f}x | "
+                    f"{r['max']:.2f}x |")  # fmt: skip
+    rows += [
+        "",
+        "Latency of a paced 1-span probe (one every 10 ms, nothing else running), client send to "
+        "sink arrival:",
+        "",
+        "| path | p50 ms | p99 ms | probes |",
+        "|---|---|---|---|",
+    ]
+    paths = (("direct", "client -> sink"), ("proxy", "via minimal proxy"),
+             ("gateway", "via gateway"), ("gateway_queue", "via gateway --queue-dir"),
+             ("gateway_queue_nofsync", "via gateway --queue-dir, no fsync"))  # fmt: skip
+    for side, label in paths:
+        if side not in q["latency"]:
+            continue
+        row = q["latency"][side]
+        rows.append(f"| {label} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {row['probes']} |")
+    rows += [
+        "",
+        f"Added at p99 by the queue (with - without): **{q['queue_added_p99_ms']:.2f} ms**"
+        + (f"; without fsync: {q['nofsync_added_p99_ms']:.2f} ms" if "nofsync_added_p99_ms" in q
+           else "") + ".",
+    ]  # fmt: skip
+    if "fsync_ms" in q:
+        rows.append(
+            f"One small SQLite commit with fsync on this disk during the run: p50 "
+            f"{q['fsync_ms']['p50']:.2f} ms, p99 {q['fsync_ms']['p99']:.2f} ms: the floor under "
+            "the added latency with `queue_fsync` on (the default)."
+        )
+    rows.append("")
+    return rows
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["queue"]:
+        _queue_only()
+    else:
+        main()

@@ -185,3 +185,24 @@ def genai_rag_trace(trace_id: str | None = None) -> list[dict[str, Any]]:
             gen_ai__output__messages=json.dumps(output),
         ),
     ]
+
+
+def protobuf_request(index: int, spans: int = 10, pad: int = 0) -> bytes:
+    """A binary-protobuf traces request of `spans` spans, trace id `index`, span ids
+    `index * 1000 + n + 1` and names `op-<index>-<n>` (plus `pad` bytes of attribute each)."""
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+    from opentelemetry.proto.trace.v1 import trace_pb2
+
+    message = trace_service_pb2.ExportTraceServiceRequest()
+    scope = message.resource_spans.add().scope_spans.add()
+    for number in range(spans):
+        item = scope.spans.add()
+        item.trace_id = index.to_bytes(16, "big")
+        item.span_id = (index * 1000 + number + 1).to_bytes(8, "big")
+        item.name = f"op-{index}-{number}"
+        item.kind = trace_pb2.Span.SPAN_KIND_INTERNAL
+        item.start_time_unix_nano, item.end_time_unix_nano = 1, 2
+        if pad:
+            attribute = item.attributes.add()
+            attribute.key, attribute.value.string_value = "pad", "x" * pad
+    return message.SerializeToString()

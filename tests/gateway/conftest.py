@@ -47,6 +47,8 @@ class RawDownstream:
     def __init__(self, port: int = 0) -> None:
         self.status = 200
         self.retry_after: str | None = None
+        self.script: list[tuple[int, str | None]] = []
+        """Answers (status, Retry-After) for the next attempts, one each, before `status`."""
         self._lock = threading.Condition()
         self.requests: list[RawRequest] = []
         self.attempts = 0
@@ -84,11 +86,13 @@ class RawDownstream:
         body = handler.rfile.read(length)
         with self._lock:
             self.attempts += 1
-            status = self.status
+            status, retry_after = self.script.pop(0) if self.script else (self.status, None)
+            if retry_after is None:
+                retry_after = self.retry_after
         if status != 200:
             handler.send_response(status)
-            if self.retry_after is not None:
-                handler.send_header("Retry-After", self.retry_after)
+            if retry_after is not None:
+                handler.send_header("Retry-After", retry_after)
             handler.send_header("Content-Length", "0")
             handler.end_headers()
             return

@@ -80,3 +80,22 @@ def test_cli_reports_a_bad_option_with_exit_code_2_and_no_traceback(tmp_path: Pa
     assert done.returncode == ExitCode.BAD_ARGUMENTS
     assert "max_wait_s: must be more than 0" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_queue_dir_that_cannot_be_used_exits_2_with_one_line(tmp_path: Path) -> None:
+    """`--queue-dir` naming a file, or a directory that cannot be created: one line, exit 2."""
+    file = tmp_path / "a-file"
+    file.write_text("")
+    for queue_dir, message in (
+        (file, "queue_dir: not a directory"),
+        (file / "below", "queue_dir: cannot open the queue in"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", "from groundwire.cli import main; main()", "serve",
+             "--forward", "http://c:4318", "--listen", "127.0.0.1:0", "--queue-dir",
+             str(queue_dir)],
+            capture_output=True, text=True, timeout=60, cwd=ROOT,
+            env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+        assert done.returncode == ExitCode.BAD_ARGUMENTS, done.stderr
+        assert message in done.stderr and "Traceback" not in done.stderr

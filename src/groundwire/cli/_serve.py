@@ -61,6 +61,13 @@ def serve_command(
             "--evaluators", "-e", help="Evaluator names, comma-separated or repeated; none: off."
         ),
     ] = None,
+    queue_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--queue-dir",
+            help="Persistent forward queue in this directory: accepted requests survive a crash.",
+        ),
+    ] = None,
     config: Annotated[
         Path | None,
         typer.Option("--config", "-c", help="YAML config file (every option; see docs)."),
@@ -106,6 +113,7 @@ def serve_command(
         "forward": forward,
         "listen": listen,
         "grpc_listen": grpc_listen,
+        "queue_dir": queue_dir,
         "evaluators": names,
         "tls_cert_file": tls_cert_file,
         "tls_key_file": tls_key_file,
@@ -126,6 +134,9 @@ def serve_command(
     _setup_logging(log_level.value)
     try:
         gateway = Gateway(resolved)
+    except OSError as error:  # the listen address is in use or not ours: before anything starts
+        print_error(f"cannot listen: {error.strerror or error}")
+        raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None
     except (ValueError, TypeError, ImportError) as error:
         print_error(str(error))
         raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None

@@ -8,6 +8,8 @@ It receives OTLP/HTTP (protobuf or JSON, gzip) and OTLP/gRPC for traces, metrics
 forwards each request downstream first and always (a bounded retry buffer rides out outages),
 groups spans by trace, scores the RAG turns it finds with the same runner as in-process scoring,
 and sends the evaluation carrier spans, result events and metrics to the same downstream.
+With `queue_dir` every accepted request is on disk (SQLite, WAL) before it is answered, and a
+restarted gateway forwards, and scores, what an earlier one left.
 
 ```python
 from groundwire.gateway import Gateway, load_config

@@ -163,6 +163,12 @@ class GatewayConfig:
     grpc_listen: str | None = _option(None, "opt_str", "OTLP/gRPC listen address (off unless set)")
     max_request_bytes: int = _option(4 << 20, "int", "largest request body, after decompression")
     buffer_max_bytes: int = _option(64 << 20, "int", "bytes held for forwarding and retries")
+    queue_dir: str | None = _option(
+        None, "opt_str", "directory of the persistent forward queue (off: memory only)"
+    )
+    queue_fsync: bool = _option(
+        True, "bool", "fsync each queue commit (off: survives a killed process, not power loss)"
+    )
     retry_initial_s: float = _option(0.5, "float", "first retry backoff")
     retry_max_s: float = _option(30.0, "float", "longest retry backoff")
     retry_max_elapsed_s: float = _option(300.0, "float", "give up on a request after this long")
@@ -192,6 +198,9 @@ class GatewayConfig:
     shutdown_timeout_s: float = _option(10.0, "float", "deadline of a clean shutdown")
     service_name: str = _option("groundwire-gateway", "str", "service.name of our own telemetry")
     metrics_interval_s: float = _option(15.0, "float", "export interval of our own metrics")
+    summary_interval_s: float = _option(
+        60.0, "float", "interval of the log line with forwarded, scored and dropped counts"
+    )
 
     def __post_init__(self) -> None:
         """Cross-field checks; each error names the key."""
@@ -262,6 +271,7 @@ def _check(config: GatewayConfig) -> None:
         "max_wait_s",
         "shutdown_timeout_s",
         "metrics_interval_s",
+        "summary_interval_s",
     ):
         if getattr(config, key) <= 0:
             raise _fail(key, f"must be more than 0, got {getattr(config, key)}")
@@ -275,6 +285,9 @@ def _check(config: GatewayConfig) -> None:
         raise _fail("tls_cert_file/tls_key_file", "give both the certificate and the key")
     if config.tls_client_ca_file and not config.tls_cert_file:
         raise _fail("tls_client_ca_file", "client certificates need TLS: set tls_cert_file too")
+    queue_dir = None if config.queue_dir is None else Path(config.queue_dir)
+    if queue_dir is not None and queue_dir.exists() and not queue_dir.is_dir():
+        raise _fail("queue_dir", f"not a directory: {config.queue_dir}")
     for key in ("tls_cert_file", "tls_key_file", "tls_client_ca_file", "forward_ca_file"):
         path = getattr(config, key)
         if path and not Path(path).is_file():

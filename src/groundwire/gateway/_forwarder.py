@@ -8,7 +8,9 @@ or the gRPC equivalents) puts the request back at the head and closes a shared g
 that doubles per consecutive failure (jittered, capped), or for the downstream's Retry-After;
 one success reopens it. A request older than `retry_max_elapsed_s`, or refused for good
 (another 4xx), is dropped, counted by reason and logged, never silently lost; at shutdown what is
-left after the deadline is counted as `shutdown`.
+left after the deadline is counted as `shutdown`. With a persistent queue (`store`) a request
+leaves the disk only when delivered or given up for good; what shutdown leaves stays on disk for
+the next start (logged, not dropped).
 """
 
 from __future__ import annotations
@@ -22,16 +24,24 @@ from collections import deque
 from typing import Final
 
 from groundwire.gateway._metrics import GatewayMetrics
+from groundwire.gateway._queue import DiskQueue
 from groundwire.gateway._signals import CONTENT_PROTOBUF
 from groundwire.gateway._transport import Batch, Transport
 
-__all__ = ["MERGE_MAX_BYTES", "Forwarder"]
+__all__ = ["MERGE_MAX_BYTES", "Forwarder", "backoff_s"]
 
 logger = logging.getLogger("groundwire.gateway")
 
 MERGE_MAX_BYTES: Final = 1024 * 1024
 """The largest request made by joining queued protobuf requests (downstream limits are larger:
 the Collector's OTLP receivers take 4 MiB over gRPC and 20 MiB over HTTP by default)."""
+
+
+def backoff_s(failures: int, initial_s: float, max_s: float) -> float:
+    """The wait after `failures` consecutive failures: doubling from `initial_s`, jittered by
+    +-20 %, and never above `max_s` (the jitter is applied inside the cap, not after it)."""
+    backoff: float = initial_s * 2 ** min(failures - 1, 60) * random.uniform(0.8, 1.2)
+    return min(max_s, backoff)
 
 
 class Forwarder:
@@ -47,8 +57,10 @@ class Forwarder:
         retry_initial_s: float,
         retry_max_s: float,
         retry_max_elapsed_s: float,
+        store: DiskQueue | None = None,
     ) -> None:
-        """Bound the buffer at `max_bytes`; `senders` requests in flight at once."""
+        """Bound the buffer at `max_bytes`; `senders` requests in flight at once; `store`: the
+        persistent queue holding each buffered request's copy on disk."""
         self._transport = transport
         self._metrics = metrics
         self._max_bytes = max_bytes
@@ -66,6 +78,9 @@ class Forwarder:
         self._tasks: list[asyncio.Task[None]] = []
         self._sending: set[Batch] = set()
         self._stopping = False
+        self._store = store
+        self.kept = 0
+        """Items left at shutdown and kept in the persistent queue for the next start."""
         self.last_error: str | None = None
         """The last downstream failure (status or error name), None after a success."""
 
@@ -86,9 +101,10 @@ class Forwarder:
         """What to tell a refused sender: the time until the gate opens (at least 1 s)."""
         return max(1, int(self._gate_until - time.monotonic() + 0.999))
 
-    def has_room(self, size: int) -> bool:
-        """True when `size` more bytes fit in the buffer."""
-        return not self._stopping and self._bytes + size <= self._max_bytes
+    def has_room(self, size: int, held: int = 0) -> bool:
+        """True when `size` more bytes fit in the buffer (beside `held` bytes held elsewhere
+        under the same bound: the persistent queue's requests waiting only for scoring)."""
+        return not self._stopping and max(self._bytes, held) + size <= self._max_bytes
 
     def offer(self, batch: Batch) -> bool:
         """Take a batch for forwarding; False (nothing taken) when the buffer is full."""
@@ -100,6 +116,14 @@ class Forwarder:
         if self._wake is not None:
             self._wake.set()
         return True
+
+    def restore(self, batch: Batch) -> None:
+        """Queue a batch read back from the persistent queue at start (ahead of new requests;
+        not counted as received again, and not refused: it was accepted before)."""
+        self._queue.append(batch)
+        self._bytes += batch.size
+        if self._wake is not None:
+            self._wake.set()
 
     # --- the sending side ------------------------------------------------------------------------
 
@@ -153,7 +177,10 @@ class Forwarder:
         if len(parts) == 1:
             return batch
         body = b"".join(part.body for part in parts)
-        return Batch(batch.signal, body, CONTENT_PROTOBUF, items, received=batch.received)
+        seqs = tuple(seq for part in parts for seq in part.seqs)
+        merged = Batch(batch.signal, body, CONTENT_PROTOBUF, items, received=batch.received)
+        merged.seqs = seqs
+        return merged
 
     async def _sender(self) -> None:
         """Send batches forever."""
@@ -203,8 +230,7 @@ class Forwarder:
             self._drop(batch, "expired", outcome.status)
             return
         self._failures += 1
-        backoff = min(self._max_backoff, self._initial * 2 ** (self._failures - 1))
-        backoff *= random.uniform(0.8, 1.2)
+        backoff = backoff_s(self._failures, self._initial, self._max_backoff)
         delay = outcome.retry_after_s if outcome.retry_after_s is not None else backoff
         self._gate_until = max(self._gate_until, time.monotonic() + delay)
         self._queue.appendleft(batch)
@@ -219,7 +245,10 @@ class Forwarder:
             )
 
     def _release(self, batch: Batch) -> None:
+        """The batch leaves the buffer, and the persistent queue (delivered or given up)."""
         self._bytes -= batch.size
+        if self._store is not None and batch.seqs:
+            self._store.done(batch.seqs)
 
     def _drop(
         self,
@@ -230,7 +259,12 @@ class Forwarder:
         release: bool = True,
         items: int | None = None,
     ) -> None:
-        """Give a batch up: counted by reason and logged (status only, never content)."""
+        """Give a batch up: counted by reason and logged (status only, never content); at
+        shutdown with a persistent queue it stays on disk for the next start instead."""
+        if reason == "shutdown" and self._store is not None:
+            self._bytes -= batch.size
+            self.kept += batch.items if items is None else items
+            return
         if release:
             self._release(batch)
         count = batch.items if items is None else items
@@ -258,4 +292,13 @@ class Forwarder:
             self._drop(batch, "shutdown", self.last_error or "not sent before the deadline")
             left += batch.items
         await self._transport.close()
+        if self._store is not None:
+            if self.kept:
+                logger.warning(
+                    "%d items not forwarded before the deadline are kept in the queue %s; they "
+                    "are sent at the next start",
+                    self.kept,
+                    self._store.directory,
+                )
+            return 0
         return left

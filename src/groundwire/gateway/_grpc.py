@@ -30,10 +30,10 @@ def _handler(intake: Intake, signal: Signal, token: str | None, header: str) -> 
             if not token_matches(metadata.get(header.lower()), token, header):
                 intake.metrics.refused(signal.name, "unauthenticated")
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong token")
-        refusal = intake.accept(signal, request, CONTENT_PROTOBUF)
+        refusal = await intake.accept(signal, request, CONTENT_PROTOBUF)
         if refusal is None:
             return empty
-        if refusal.reason == "buffer_full":
+        if refusal.retry_after_s is not None:  # full or cannot store: try again later
             await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
         await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refusal.message)
         return empty  # not reached: abort raises

@@ -122,14 +122,14 @@ class _Receiver:
                 f"really {encoding or 'uncompressed'}?",
                 content_type,
             )
-        refusal = self.intake.accept(signal, body, content_type)
+        refusal = await self.intake.accept(signal, body, content_type)
         if refusal is None:
             response = signal.response_type()
             if content_type == CONTENT_PROTOBUF:
                 return web.Response(body=response.SerializeToString(), content_type=content_type)
             text = json_format.MessageToJson(response, indent=None)
             return web.Response(body=text.encode(), content_type=content_type)
-        if refusal.reason == "buffer_full":
+        if refusal.retry_after_s is not None:  # full or cannot store: try again later
             return _status(
                 503,
                 _GRPC_UNAVAILABLE,

@@ -48,6 +48,9 @@ class GatewayMetrics:
             self._late,
             self._evicted,
             self._not_scored,
+            self._replayed,
+            self._corrupt,
+            self._scored_turns,
         ) = (
             meter.create_counter(name, unit=unit, description=description)
             for name, unit, description in (
@@ -75,6 +78,9 @@ class GatewayMetrics:
                     "{span}",
                     "Spans forwarded but left out of scoring.",
                 ),
+                (semconv.METRIC_GATEWAY_REPLAYED, "{request}", "Requests replayed from disk."),
+                (semconv.METRIC_GATEWAY_CORRUPT, "{request}", "Damaged queue records skipped."),
+                (semconv.METRIC_GATEWAY_SCORED_TURNS, "{turn}", "Turns scored."),
             )
         )
         self._lag = meter.create_histogram(
@@ -88,6 +94,8 @@ class GatewayMetrics:
             (semconv.METRIC_GATEWAY_QUEUE_BYTES, "By", "Bytes in the forward buffer."),
             (semconv.METRIC_GATEWAY_QUEUE_CAPACITY, "By", "Size limit of the forward buffer."),
             (semconv.METRIC_GATEWAY_OPEN_TRACES, "{trace}", "Traces being grouped."),
+            (semconv.METRIC_GATEWAY_DISK_BYTES, "By", "Bytes in the persistent queue."),
+            (semconv.METRIC_GATEWAY_DISK_RECORDS, "{request}", "Requests in the persistent queue."),
         ):
             meter.create_observable_gauge(
                 name, callbacks=[self._observer(name)], unit=unit, description=description
@@ -177,6 +185,24 @@ class GatewayMetrics:
         self._tally("evicted_traces", traces)
         if self._meter is not None:
             self._evicted.add(traces)
+
+    def replayed(self, requests: int) -> None:
+        """Requests read back from the persistent queue at start."""
+        self._tally("queue_replayed", requests)
+        if self._meter is not None:
+            self._replayed.add(requests)
+
+    def corrupt(self, requests: int) -> None:
+        """Damaged records found (and skipped) in the persistent queue."""
+        self._tally("queue_corrupt", requests)
+        if self._meter is not None:
+            self._corrupt.add(requests)
+
+    def scored_turns(self, turns: int) -> None:
+        """Turns whose evaluation finished (from the scoring process's runner counts)."""
+        self._tally("scored_turns", turns)
+        if self._meter is not None:
+            self._scored_turns.add(turns)
 
     def scoring_lag(self, seconds: float) -> None:
         """One trace handed to the runner `seconds` after its first span arrived."""

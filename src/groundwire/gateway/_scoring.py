@@ -10,12 +10,22 @@ same `BackgroundRunner` that in-process scoring uses, whose `Emitter` writes the
 result events and metrics through providers that export to the gateway's downstream. Everything
 here runs on the scoring process's one loop (`_worker.scoring_main`); the runner's own threads
 score.
+
+With a persistent queue each request comes with its row number (`seqs`). The scorer tells the
+gateway, through `take_scored`, which requests are done for scoring (every trace they hold
+released and its turns finished by the runner, the results flushed downstream) and which trace
+ids were scored, so that the gateway can record both durably; a restarted gateway passes the
+trace ids scored before (`already_scored`) and their spans are not scored again.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
 
 from groundwire.assembly import turns_from_spans
 from groundwire.gateway._metrics import GatewayMetrics
@@ -24,7 +34,10 @@ from groundwire.offline.readers import spans_from_message
 from groundwire.runner import BackgroundRunner, RunnerStats
 from groundwire.trace_window import ReleasedTrace, TraceWindow
 
-__all__ = ["Scorer"]
+__all__ = ["ScoredReporter", "Scorer"]
+
+_REMEMBER = 100_000
+"""Released trace ids remembered to tell a late request's traces from new ones."""
 
 logger = logging.getLogger("groundwire.gateway")
 
@@ -33,13 +46,29 @@ class Scorer:
     """Groups the spans of fed requests by trace and submits the turns of due traces."""
 
     def __init__(
-        self, runner: BackgroundRunner, window: TraceWindow, metrics: GatewayMetrics
+        self,
+        runner: BackgroundRunner,
+        window: TraceWindow,
+        metrics: GatewayMetrics,
+        *,
+        already_scored: Iterable[str] = (),
+        flush: Callable[[], object] | None = None,
     ) -> None:
-        """Score through `runner`, holding spans in `window`; counts go to `metrics`."""
+        """Score through `runner`, holding spans in `window`; counts go to `metrics`; the traces
+        in `already_scored` are not scored again; `flush` exports the results written so far."""
         self.runner = runner
         self._window = window
         self._metrics = metrics
         self._turns = 0
+        self._already = set(already_scored)
+        self._flush = flush
+        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._waiting: dict[str, list[int]] = {}
+        """Open trace id -> the queued requests holding its spans."""
+        self._left: dict[int, int] = {}
+        """Queued request -> its traces not yet released."""
+        self._awaiting: deque[tuple[int, list[int], list[str]]] = deque()
+        """(runner submissions to finish first, requests done, trace ids scored)."""
 
     @property
     def open_traces(self) -> int:
@@ -55,20 +84,29 @@ class Scorer:
         """The runner's turn counts."""
         return self.runner.stats()
 
-    def add(self, body: bytes, spans: int, received: float) -> None:
+    def add(self, body: bytes, spans: int, received: float, seqs: tuple[int, ...] = ()) -> None:
         """Group the spans of one protobuf traces request (`spans` of them, received at
-        monotonic `received`); a request that cannot be read counts its spans as `not_scored`."""
+        monotonic `received`; `seqs`: its rows in the persistent queue); a request that cannot
+        be read counts its spans as `not_scored`."""
         try:
             records = spans_from_message(decode(SIGNALS["traces"], body, CONTENT_PROTOBUF))
         except (MalformedRequestError, ValueError, TypeError) as error:
             self._metrics.not_scored(spans, "unreadable")
             logger.warning("a traces request cannot be scored (it was forwarded): %s", error)
+            self._note(list(seqs), [])
             return
+        if self._already:
+            kept = [record for record in records if record.trace_id not in self._already]
+            if len(kept) < len(records):
+                self._metrics.late_spans(len(records) - len(kept))
+            records = kept
         before = self._window.late_spans
         forced = self._window.add(records, time.monotonic(), received)
         late = self._window.late_spans - before
         if late:
             self._metrics.late_spans(late)
+        if seqs:
+            self._track(seqs, {record.trace_id for record in records})
         if forced:
             self._metrics.evicted(len(forced))
             self._submit(forced)
@@ -77,15 +115,59 @@ class Scorer:
         """Submit the traces due at `now` (monotonic seconds)."""
         self._submit(self._window.due(now))
 
+    def _track(self, seqs: tuple[int, ...], trace_ids: set[str]) -> None:
+        """Remember which open traces the queued requests `seqs` wait for."""
+        fresh = [trace_id for trace_id in trace_ids if trace_id not in self._recent]
+        if not fresh:
+            self._note(list(seqs), [])
+            return
+        for seq in seqs:
+            self._left[seq] = self._left.get(seq, 0) + len(fresh)
+            for trace_id in fresh:
+                self._waiting.setdefault(trace_id, []).append(seq)
+
+    def _note(self, done: list[int], trace_ids: list[str]) -> None:
+        """Requests done and traces scored once the runner has finished what it was given."""
+        if done or trace_ids:
+            self._awaiting.append((self.runner.stats().submitted, done, trace_ids))
+
+    def take_scored(self) -> tuple[list[int], list[str]]:
+        """The queued requests done for scoring and the trace ids scored, whose turns the
+        runner has finished since the last call (flush their results with `flush_results`
+        before recording them)."""
+        finished = self.runner.stats().finished
+        done: list[int] = []
+        ids: list[str] = []
+        while self._awaiting and self._awaiting[0][0] <= finished:
+            _, seqs, trace_ids = self._awaiting.popleft()
+            done.extend(seqs)
+            ids.extend(trace_ids)
+        return done, ids
+
+    def flush_results(self) -> None:
+        """Export the results written so far (waits for the exporters)."""
+        if self._flush is not None:
+            self._flush()
+
     def _submit(self, traces: list[ReleasedTrace]) -> None:
         """Assemble released traces and submit their turns (the runner samples and queues)."""
         now = time.monotonic()
+        done: list[int] = []
         for trace in traces:
             turns = turns_from_spans(trace.spans)
             for turn in turns:
                 self.runner.submit(turn)
             self._turns += len(turns)
             self._metrics.scoring_lag(now - trace.first_seen)
+            self._recent[trace.trace_id] = None
+            for seq in self._waiting.pop(trace.trace_id, ()):
+                self._left[seq] -= 1
+                if not self._left[seq]:
+                    del self._left[seq]
+                    done.append(seq)
+        while len(self._recent) > _REMEMBER:
+            self._recent.popitem(last=False)
+        self._note(done, [trace.trace_id for trace in traces])
 
     def shutdown(self, timeout_s: float) -> tuple[int, bool]:
         """Score every open trace as it stands and drain the runner within `timeout_s`;
@@ -97,3 +179,54 @@ class Scorer:
             logger.exception("scoring the open traces at shutdown failed")
         drained = self.runner.shutdown(max(0.0, deadline - time.monotonic()))
         return self._turns, drained
+
+
+class ScoredReporter:
+    """Reports scored traces once their results are exported, on a thread of its own.
+
+    Waiting for the exporters (seconds while the downstream refuses and they retry) must not
+    stop scoring, nor hold back the reports of traces whose results went out: the longer a
+    result is exported but not recorded, the likelier a crash scores its turn twice.
+    """
+
+    def __init__(
+        self, flush: Callable[[], object], send: Callable[[list[int], list[str]], None]
+    ) -> None:
+        """`flush()` exports the results written so far; `send(requests, trace_ids)` reports."""
+        self._flush = flush
+        self._send = send
+        self._items: queue.SimpleQueue[tuple[list[int], list[str]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="gateway-scored", daemon=True)
+        self._thread.start()
+
+    def offer(self, done: list[int], trace_ids: list[str]) -> None:
+        """Report these once what was written before now is exported."""
+        self._items.put((done, trace_ids))
+
+    def _run(self) -> None:
+        while True:
+            item = self._items.get()
+            if item is None:
+                return
+            done, ids = list(item[0]), list(item[1])
+            stop = False
+            while not self._items.empty():  # one flush for everything waiting
+                more = self._items.get()
+                if more is None:
+                    stop = True
+                    break
+                done.extend(more[0])
+                ids.extend(more[1])
+            try:
+                if ids:
+                    self._flush()
+                self._send(done, ids)
+            except Exception:
+                logger.exception("reporting scored traces failed")
+            if stop:
+                return
+
+    def close(self, timeout_s: float) -> None:
+        """Report what is waiting (within `timeout_s`), then stop."""
+        self._items.put(None)
+        self._thread.join(timeout_s)

@@ -2,7 +2,9 @@
 
 On SIGTERM or SIGINT it stops being ready, stops accepting (in-flight requests finish), forwards
 what it holds, scores the open traces and the queued turns, flushes the evaluation telemetry, all
-within `shutdown_timeout_s`, and logs what it left (counted as `shutdown` drops).
+within `shutdown_timeout_s`, and logs what it left (counted as `shutdown` drops; with a
+persistent queue, kept on disk for the next start). With `queue_dir` it first replays what the
+queue holds from an earlier run (delivered downstream, and scored, before any new request).
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import contextlib
 import gc
 import logging
 import signal
+import socket
+import sqlite3
 import ssl
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from groundwire import semconv
@@ -23,6 +28,8 @@ from groundwire.gateway._forwarder import Forwarder
 from groundwire.gateway._http import build_app
 from groundwire.gateway._intake import Intake
 from groundwire.gateway._metrics import GatewayMetrics
+from groundwire.gateway._queue import DiskQueue
+from groundwire.gateway._replay import replay, summary_loop, summary_text
 from groundwire.gateway._telemetry import Providers, build_providers, grpc_target
 from groundwire.gateway._transport import GrpcTransport, HttpTransport, Transport
 from groundwire.gateway._worker import ScoringProcess, check_evaluators
@@ -32,7 +39,8 @@ __all__ = ["Gateway", "ShutdownReport"]
 logger = logging.getLogger("groundwire.gateway")
 
 _READY_BUFFER_SHARE = 0.9
-"""Not ready once the forward buffer is this full: a load balancer should send elsewhere."""
+"""Not ready once the forward buffer (or the persistent queue) is this full: a load balancer
+should send elsewhere."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +84,57 @@ def _server_ssl(config: GatewayConfig) -> ssl.SSLContext | None:
     return context
 
 
+_DISK_RESERVE_BYTES = 1 << 20
+"""Disk kept free under the persistent queue (plus one largest request): recording that requests
+were delivered needs a little room, and it is what frees the rest."""
+
+
+def check_listen(config: GatewayConfig) -> None:
+    """Bind the listen addresses once and let go: an address in use is an OSError now, before
+    any exporter or process is started (no retry noise on the way out)."""
+    for address in (config.listen, config.grpc_listen):
+        if address is None:
+            continue
+        host, port = parse_hostport(address)
+        if port == 0:
+            continue
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do
+            try:
+                probe.bind((host, port))
+            except OSError as error:
+                raise OSError(error.errno, f"{address}: {error.strerror}") from None
+
+
+def _open_queue(config: GatewayConfig) -> DiskQueue | None:
+    """The persistent queue of `queue_dir`, or None; a directory that cannot be used is a
+    ValueError naming it. Scored trace ids are kept as long as a stored request can still hold
+    spans of them: a request waits for scoring at most about `max_wait_s` after its traces'
+    first spans."""
+    if config.queue_dir is None:
+        return None
+    try:
+        return DiskQueue(
+            Path(config.queue_dir),
+            keep_scored_s=max(120.0, 4 * config.max_wait_s),
+            reserve_bytes=_DISK_RESERVE_BYTES + config.max_request_bytes,
+            fsync=config.queue_fsync,
+        )
+    except (OSError, sqlite3.Error) as error:
+        raise ValueError(
+            f"queue_dir: cannot open the queue in {config.queue_dir}: {error}"
+        ) from None
+
+
 class Gateway:
     """One gateway process: `await run()` serves until `stop()` (or a signal), then drains."""
 
     def __init__(self, config: GatewayConfig) -> None:
         """Build the parts (nothing listens until `run`)."""
         self.config = config
+        check_listen(config)
+        self.queue = _open_queue(config)
         self.providers: Providers = build_providers(config)
         self.metrics = GatewayMetrics(self.providers.meter_provider)
         self.forwarder = Forwarder(
@@ -92,12 +145,21 @@ class Gateway:
             retry_initial_s=config.retry_initial_s,
             retry_max_s=config.retry_max_s,
             retry_max_elapsed_s=config.retry_max_elapsed_s,
+            store=self.queue,
         )
         self.scorer: ScoringProcess | None = None
         if config.evaluation:
             check_evaluators(config)
-            self.scorer = ScoringProcess(config, self.metrics)
-        self.intake = Intake(self.forwarder, self.scorer, self.metrics)
+            scored: set[str] = set()
+            if self.queue is not None:
+                scored = self.queue.scored_recently()
+            self.scorer = ScoringProcess(
+                config,
+                self.metrics,
+                scored=scored,
+                on_scored=None if self.queue is None else self.queue.scored,
+            )
+        self.intake = Intake(self.forwarder, self.scorer, self.metrics, self.queue)
         self.metrics.watch(
             semconv.METRIC_GATEWAY_QUEUE_SIZE, lambda: self.forwarder.buffered_requests
         )
@@ -105,6 +167,10 @@ class Gateway:
             semconv.METRIC_GATEWAY_QUEUE_BYTES, lambda: self.forwarder.buffered_bytes
         )
         self.metrics.watch(semconv.METRIC_GATEWAY_QUEUE_CAPACITY, lambda: config.buffer_max_bytes)
+        if self.queue is not None:
+            queue = self.queue
+            self.metrics.watch(semconv.METRIC_GATEWAY_DISK_BYTES, lambda: queue.held_bytes)
+            self.metrics.watch(semconv.METRIC_GATEWAY_DISK_RECORDS, lambda: queue.held_records)
         self.metrics.watch(
             semconv.METRIC_GATEWAY_OPEN_TRACES,
             lambda: self.scorer.open_traces if self.scorer is not None else 0,
@@ -118,8 +184,12 @@ class Gateway:
     # --- state -----------------------------------------------------------------------------------
 
     def ready(self) -> bool:
-        """Taking requests with room to spare in the forward buffer, and scoring (when on)."""
-        share = self.forwarder.buffered_bytes / self.config.buffer_max_bytes
+        """Taking requests with room to spare in the forward buffer and the persistent queue
+        (below the high mark), and scoring (when on)."""
+        held = self.forwarder.buffered_bytes
+        if self.queue is not None:
+            held = max(held, self.queue.held_bytes)
+        share = held / self.config.buffer_max_bytes
         scoring = self.scorer is None or self.scorer.started
         return self._accepting and share < _READY_BUFFER_SHARE and scoring
 
@@ -134,6 +204,12 @@ class Gateway:
             "downstream_error": self.forwarder.last_error,
             "counts": self.metrics.snapshot(),
         }
+        if self.queue is not None:
+            out["queue"] = {
+                "dir": str(self.queue.directory),
+                "bytes": self.queue.held_bytes,
+                "records": self.queue.held_records,
+            }
         if self.scorer is not None:
             child = self.scorer.last
             out["scoring_process"] = "running" if self.scorer.alive else "stopped"
@@ -159,6 +235,8 @@ class Gateway:
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, self._stop.set)
+        if self.queue is not None:
+            replay(self.queue, self.forwarder, self.scorer, self.metrics)
         self.forwarder.start()
         app = build_app(
             self.intake,
@@ -206,7 +284,11 @@ class Gateway:
             config.forward_protocol,
             ",".join(config.evaluators) or "none",
         )
+        summary = asyncio.create_task(
+            summary_loop(self.metrics, config.summary_interval_s), name="gateway-summary"
+        )
         await self._stop.wait()
+        summary.cancel()
         return await self._shutdown(runner, grpc_server)
 
     async def _shutdown(self, runner: Any, grpc_server: Any) -> ShutdownReport:
@@ -231,11 +313,11 @@ class Gateway:
             drained = await scoring
         await asyncio.to_thread(self.providers.shutdown, max(0.5, deadline - time.monotonic()))
         report = ShutdownReport(left, drained)
-        counts = self.metrics.snapshot()
+        if self.queue is not None:
+            await asyncio.to_thread(self.queue.close)
         logger.info(
-            "stopped: forwarded %s; dropped %s; %s",
-            {k.split(":", 1)[1]: v for k, v in counts.items() if k.startswith("forwarded:")},
-            {k.split(":", 1)[1]: v for k, v in counts.items() if k.startswith("dropped:")} or 0,
+            "stopped: %s; %s",
+            summary_text(self.metrics),
             "nothing left behind"
             if report.clean
             else f"{left} items left unforwarded"

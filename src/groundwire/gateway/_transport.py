@@ -44,6 +44,8 @@ class Batch:
     attempts: int = 0
     encoded: bytes | None = None
     """A JSON body's protobuf encoding, made once by the first `protobuf` call."""
+    seqs: tuple[int, ...] = ()
+    """Its rows in the persistent queue (several for a merged batch; none without a queue)."""
 
     @property
     def size(self) -> int:

@@ -9,7 +9,9 @@ due traces straight to the background runner (no queue or thread between), and t
 emitter exports the carrier spans, result events and evaluation metrics to the downstream with
 the child's own providers. Every half second it sends its counts back, which `/healthz` and the
 gateway's gauges show. On shutdown it scores what it holds within the deadline and sends its
-final counts.
+final counts. With a persistent queue its reports also say which queued requests are done for
+scoring and which traces were scored (`Scorer.take_scored`); the parent records them on disk
+(`on_scored`), and a restarted gateway starts the child with the trace ids scored before.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from groundwire.gateway._config import GatewayConfig
@@ -31,6 +34,9 @@ __all__ = ["ScoringProcess", "scoring_main"]
 logger = logging.getLogger("groundwire.gateway")
 
 _STATS_EVERY_S: Final = 0.5
+_SCORED_EVERY_S: Final = 0.05
+"""How often finished traces are reported for the persistent queue's record: the shorter, the
+fewer results a SIGKILL leaves exported but unrecorded (scored again after the restart)."""
 _TICK_S: Final = 0.1
 """How often, at most, due traces are looked for while no request arrives."""
 _REMEMBER: Final = 100_000
@@ -39,7 +45,9 @@ _NICE: Final = 10
 _STOP: Final = "stop"
 
 
-def _build_scorer(config: GatewayConfig, metrics: GatewayMetrics, providers: Any) -> Any:
+def _build_scorer(
+    config: GatewayConfig, metrics: GatewayMetrics, providers: Any, scored: Iterable[str] = ()
+) -> Any:
     """The runner, emitter and trace window behind scoring (in the child)."""
     from groundwire._registry import resolve_evaluators
     from groundwire.gateway._scoring import Scorer
@@ -66,7 +74,15 @@ def _build_scorer(config: GatewayConfig, metrics: GatewayMetrics, providers: Any
         max_spans=config.max_open_spans,
         remember=_REMEMBER,
     )
-    return Scorer(BackgroundRunner(runner_config, emitter), window, metrics)
+
+    def flush() -> None:
+        """Export the carrier spans and result events written so far."""
+        providers.tracer_provider.force_flush(5_000)
+        if providers.logger_provider is not None:
+            providers.logger_provider.force_flush(5_000)
+
+    runner = BackgroundRunner(runner_config, emitter)
+    return Scorer(runner, window, metrics, already_scored=scored, flush=flush)
 
 
 def check_evaluators(config: GatewayConfig) -> None:
@@ -81,10 +97,16 @@ def check_evaluators(config: GatewayConfig) -> None:
 
 
 def _stats(
-    scorer: Any, metrics: GatewayMetrics, final: bool = False, drained: bool = True
+    scorer: Any,
+    metrics: GatewayMetrics,
+    final: bool = False,
+    drained: bool = True,
 ) -> dict[str, Any]:
     stats = scorer.stats()
-    return {
+    out: dict[str, Any] = {}
+    if final:  # the results are exported (the providers are shut down): no flush
+        out["scored"] = scorer.take_scored()
+    return out | {
         "final": final,
         "drained": drained,
         "open_traces": scorer.open_traces,
@@ -101,10 +123,14 @@ def _stats(
     }
 
 
-def _serve(scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any) -> float | None:
-    """The child's loop: score fed requests, submit due traces, report counts every half
-    second; returns the shutdown deadline the parent sent, None when the parent is gone."""
-    last = 0.0
+def _serve(
+    scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any, reporter: Any
+) -> float | None:
+    """The child's loop: score fed requests, submit due traces, hand scored traces to the
+    `reporter` every 50 ms and report counts every half second; returns the shutdown deadline
+    the parent sent, None when the parent is gone."""
+    last = last_scored = 0.0
+    parent = multiprocessing.parent_process()
     while True:
         try:
             item = inbox.get(timeout=_TICK_S)
@@ -119,21 +145,28 @@ def _serve(scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any) -> flo
             scorer.tick(now)
         except Exception:
             logger.exception("scoring step failed; the telemetry was still forwarded")
-        if now - last >= _STATS_EVERY_S:
-            last = now
-            parent = multiprocessing.parent_process()
+        if now - last_scored >= _SCORED_EVERY_S:
+            last_scored = now
             if parent is not None and not parent.is_alive():
                 # the gateway was killed (SIGKILL, OOM) without stopping us: nobody will send
                 # the stop, and the queue never ends (this process holds its write end too)
                 logger.warning("the gateway process is gone; the scoring process stops")
                 return None
+            done, ids = scorer.take_scored()
+            if done or ids:
+                reporter.offer(done, ids)
+        if now - last >= _STATS_EVERY_S:
+            last = now
             outbox.put(_stats(scorer, metrics))
 
 
-def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int) -> None:
+def scoring_main(
+    config: GatewayConfig, inbox: Any, outbox: Any, log_level: int, scored: Any = ()
+) -> None:
     """The child process: decode, group, score, export, report counts; stop on `_STOP`."""
     import signal
 
+    from groundwire.gateway._scoring import ScoredReporter  # the child's imports, not the parent's
     from groundwire.gateway._telemetry import build_providers
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
@@ -143,13 +176,25 @@ def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int)
         os.nice(_NICE)
     providers = build_providers(config, prometheus=False)
     metrics = GatewayMetrics(None)  # tallies only: the parent records them (one /metrics)
-    scorer = _build_scorer(config, metrics, providers)
-    deadline_s = _serve(scorer, metrics, inbox, outbox)
+    scorer = _build_scorer(config, metrics, providers, scored)
+    reporter = ScoredReporter(
+        scorer.flush_results, lambda done, ids: outbox.put({"scored": (done, ids)})
+    )
+    deadline_s = _serve(scorer, metrics, inbox, outbox, reporter)
     orphaned = deadline_s is None
+    if orphaned and config.queue_dir is not None:
+        # the persistent queue holds these traces and the next gateway scores them: scoring
+        # them here too would give them two results
+        # (and exporting the results not yet recorded as scored would double them too)
+        logger.warning("the open traces are left to the next start (persistent queue)")
+        logging.shutdown()
+        os._exit(0)
     if deadline_s is None:
         deadline_s = config.shutdown_timeout_s
     started = time.monotonic()
     _turns, drained = scorer.shutdown(max(0.0, deadline_s - 0.5))
+    reporter.offer(*scorer.take_scored())
+    reporter.close(max(0.1, deadline_s - (time.monotonic() - started)))
     providers.shutdown(max(0.5, deadline_s - (time.monotonic() - started)))
     if not orphaned:
         outbox.put(_stats(scorer, metrics, final=True, drained=drained))
@@ -158,16 +203,26 @@ def scoring_main(config: GatewayConfig, inbox: Any, outbox: Any, log_level: int)
 class ScoringProcess:
     """The parent's handle on the scoring child: feed it, read its counts, stop it."""
 
-    def __init__(self, config: GatewayConfig, metrics: GatewayMetrics) -> None:
-        """Start the child (spawned: a clean interpreter, no inherited threads or sockets)."""
+    def __init__(
+        self,
+        config: GatewayConfig,
+        metrics: GatewayMetrics,
+        *,
+        scored: Iterable[str] = (),
+        on_scored: Callable[[list[int], list[str]], None] | None = None,
+    ) -> None:
+        """Start the child (spawned: a clean interpreter, no inherited threads or sockets);
+        the traces in `scored` are not scored again; `on_scored(requests, trace_ids)` hears
+        of the queued requests done for scoring and the traces scored."""
         context = multiprocessing.get_context("spawn")
         self._metrics = metrics
+        self._on_scored = on_scored
         self._inbox: Any = context.Queue(maxsize=config.scoring_queue_requests)
         self._outbox: Any = context.Queue()
         level = logging.getLogger("groundwire").getEffectiveLevel()
         self._process = context.Process(
             target=scoring_main,
-            args=(config, self._inbox, self._outbox, level),
+            args=(config, self._inbox, self._outbox, level, frozenset(scored)),
             name="groundwire-gateway-scoring",
             daemon=True,
         )
@@ -200,8 +255,15 @@ class ScoringProcess:
             except (EOFError, OSError):
                 self._final.set()
                 return
+            if self._on_scored is not None and stats.get("scored"):
+                self._on_scored(*stats["scored"])
+            if "final" not in stats:
+                continue  # a report of scored traces only
             before = self.last.get("counts", {})
             self._metrics.absorb(before, stats.get("counts", {}), stats.get("lags", []))
+            scored_turns = stats["turns"]["scored"] - self.last.get("turns", {}).get("scored", 0)
+            if scored_turns > 0:
+                self._metrics.scored_turns(scored_turns)
             self.last = stats
             if stats.get("final"):
                 self._final.set()
@@ -230,14 +292,15 @@ class ScoringProcess:
         """True while the child runs."""
         return self._process.is_alive()
 
-    def feed(self, body: bytes, spans: int) -> bool:
-        """Queue a protobuf traces request for scoring (`spans`: the receiver's count); never
-        blocks (False: counted as not scored, dropped)."""
+    def feed(self, body: bytes, spans: int, seqs: tuple[int, ...] = (), wait: bool = False) -> bool:
+        """Queue a protobuf traces request for scoring (`spans`: the receiver's count; `seqs`:
+        its rows in the persistent queue); never blocks unless `wait` (a replay at start; up to
+        a few seconds). False: counted as not scored, dropped."""
         if self._closing or self._dead:
             self._metrics.not_scored(spans, "shutdown" if self._closing else "scoring_stopped")
             return False
         try:
-            self._inbox.put_nowait((body, spans, time.monotonic()))
+            self._inbox.put((body, spans, time.monotonic(), seqs), block=wait, timeout=5.0)
         except queue.Full:
             self._metrics.not_scored(spans, "scoring_queue_full")
             return False
