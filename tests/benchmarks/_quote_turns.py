@@ -13,19 +13,23 @@ the output before the policy existed), with `embedder=None` and with the fast st
 
 Each turn has two quotes and three contexts (a passage of about 1,500 characters around each
 quote's source, and one unrelated passage). The cache is emptied before every run, so no run
-finds the texts of the run before it; quotes are generated afresh for every turn.
+finds the texts of the run before it; quotes are generated afresh for every turn. The settings
+run in interleaved rounds (the first one untimed), so that a change of the machine's load
+reaches all of them alike; each figure is the median of its timed rounds.
 """
 
 from __future__ import annotations
 
 import random
+import statistics
+import time
 from collections.abc import Callable
 from typing import Any
 
 from groundwire import Context, RagTurn, Score
 from groundwire.embeddings import EMBEDDING_CACHE, WordLlamaEmbedder
 from groundwire.evaluators import QuoteVerification
-from tests.benchmarks._timing import measure
+from tests.benchmarks._timing import Timing
 
 __all__ = ["MIXES", "turn_throughput"]
 
@@ -142,11 +146,19 @@ def turn_throughput(turns: list[RagTurn], runs: int) -> dict[str, Any]:
         "WordLlamaEmbedder (cosine='fuzzy')": QuoteVerification(embedder=WordLlamaEmbedder()),
     }
     result: dict[str, Any] = {"turns": len(turns), "settings": {}}
+    seconds: dict[str, list[float]] = {label: [] for label in settings}
     scored: dict[str, list[Score]] = {}
-    for label, evaluator in settings.items():
-        timing, scores = measure(lambda e=evaluator: _scored(e, turns), runs=runs, warmup=1)
-        scored[label] = scores
-        stats = EMBEDDING_CACHE.stats()
+    caches: dict[str, Any] = {}
+    for round_ in range(runs + 1):  # interleaved, so that a change of load hits every setting
+        for label, evaluator in settings.items():
+            started = time.perf_counter()
+            scored[label] = _scored(evaluator, turns)
+            if round_:  # the first round warms up
+                seconds[label].append(time.perf_counter() - started)
+            caches[label] = EMBEDDING_CACHE.stats()
+    for label, times in seconds.items():
+        timing = Timing(statistics.median(times), min(times), max(times), runs, 1)
+        stats = caches[label]
         result["settings"][label] = {
             "turns_per_s": len(turns) / timing.median_s,
             "timing": timing.as_dict(),
