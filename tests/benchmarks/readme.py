@@ -79,13 +79,20 @@ def quote_turns() -> Row:
         )
     cells = []
     for mix, m in turns.items():
-        rates = [setting["turns_per_s"] for setting in m["settings"].values()]
+        rates = [
+            setting.get("turns_per_cpu_s", setting["turns_per_s"])
+            for setting in m["settings"].values()
+        ]
         cells.append(
-            f"{mix}: default {rates[0]:.1f} turns/s vs {rates[1]:.1f} embedding every quote "
+            f"{mix}: default {rates[0]:.1f} turns per CPU second vs {rates[1]:.1f} embedding "
+            f"every quote "
             f"(**{rates[0] / rates[1]:.1f}x**), {rates[2]:,.0f} without an embedder"
             + (f", {rates[3]:,.0f} with `WordLlamaEmbedder`" if len(rates) > 3 else "")
         )
-    heavy = [s["turns_per_s"] for s in turns["verbatim-heavy"]["settings"].values()]
+    heavy = [
+        s.get("turns_per_cpu_s", s["turns_per_s"])
+        for s in turns["verbatim-heavy"]["settings"].values()
+    ]
     equal = all(m["verdicts_equal"] for m in turns.values())
     cells.append("verdicts equal under every setting" if equal else "**verdicts differ**")
     return (
