@@ -158,7 +158,7 @@ class E5Embedder(_LazyModel):
 class WordLlamaEmbedder(_LazyModel):
     """WordLlama `l2_supercat` (256 dimensions): static token vectors, mean-pooled, English.
 
-    A fast option (about 100x e5 per text on one core, measured in docs/quote_verification.md)
+    A fast option (about 300x e5 per text on one core, measured in docs/quote_verification.md)
     whose cosines agree only loosely with e5's. Weights and tokenizer both ship inside the
     `wordllama` wheel (`pip install 'groundwire[fast-embeddings]'`); they are loaded from the
     installed package with downloads disabled (wordllama looks for its bundled tokenizer in the
