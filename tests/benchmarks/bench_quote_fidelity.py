@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from groundwire.evaluators.quote_verification import QuoteMatch, verify_quotes
+from tests.benchmarks._misquote import typos as _typos
 from tests.benchmarks._timing import results_dir, scaled
-from tests.benchmarks.bench_quote_verification import _typos
 
 RESULTS = results_dir()
 LICENSES = Path("/usr/share/common-licenses")

@@ -5,8 +5,10 @@ five kinds of quotes: exact, re-spaced/re-cased, with typos, with an ellipsis, a
 A located quote counts as correct when it is not flagged low-confidence and its span overlaps
 the true span by at least 80% (intersection over union); an invented quote counts as correct
 when it is flagged. Localisation is compared with no embedder on either side (the embedding cost
-is the same for both); the embedding cost is measured separately, and the evaluator's turns per
-second with its default embedder beside the no-embedder figure (tests/benchmarks/_quote_turns.py).
+is the same for both); the embedding cost is measured separately, the evaluator's turns per
+second with its default embedder beside the no-embedder figure (tests/benchmarks/_quote_turns.py),
+and the fast WordLlama embedder's agreement with e5 on the quote fidelity quote set
+(tests/benchmarks/_embedder_agreement.py).
 
 Run: `python -m tests.benchmarks quote_verification`. Writes results/quote_verification.{md,json}.
 """
@@ -28,8 +30,13 @@ from typing import Any
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from groundwire.embeddings import E5Embedder, cosine_pairs
+from groundwire import RagTurn
+from groundwire.embeddings import E5Embedder, WordLlamaEmbedder, cosine_pairs
 from groundwire.evaluators.quote_verification import verify_quotes
+from tests.benchmarks._embedder_agreement import agreement
+from tests.benchmarks._embedder_agreement import markdown as agreement_markdown
+from tests.benchmarks._misquote import respace as _respace
+from tests.benchmarks._misquote import typos as _typos
 from tests.benchmarks._quote_turns import MIXES, make_turns, turn_throughput
 from tests.benchmarks._quote_turns import markdown as turns_markdown
 from tests.benchmarks._timing import Timing, environment, measure, results_dir, scaled
@@ -157,36 +164,6 @@ def _pick_span(rng: random.Random, text: str, n_words: int) -> tuple[int, int]:
     spans = _word_spans(text)
     first = rng.randrange(0, len(spans) - n_words)
     return spans[first][0], spans[first + n_words - 1][1]
-
-
-def _respace(rng: random.Random, text: str) -> str:
-    """The text with random whitespace between words and a changed case."""
-    words = text.split()
-    seps = [rng.choice((" ", "  ", "\n", " \n ", "\t")) for _ in words[1:]]
-    out = words[0] + "".join(sep + word for sep, word in zip(seps, words[1:], strict=True))
-    return rng.choice((out.upper(), out.lower(), out.title(), out.swapcase()))
-
-
-def _typos(rng: random.Random, text: str) -> str:
-    """The text with one random letter edit per ~60 characters."""
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    chars = list(text)
-    edits = max(1, round(len(text) / 60))
-    for _ in range(edits):
-        positions = [i for i, c in enumerate(chars) if c.isalpha()]
-        i = rng.choice(positions[1:-1])
-        op = rng.choice(("sub", "del", "ins", "swap"))
-        if op == "sub":
-            chars[i] = rng.choice([c for c in letters if c != chars[i].lower()])
-        elif op == "del":
-            del chars[i]
-        elif op == "ins":
-            chars.insert(i, rng.choice(letters))
-        elif chars[i + 1].isalpha() and chars[i + 1] != chars[i]:
-            chars[i], chars[i + 1] = chars[i + 1], chars[i]
-        else:
-            chars[i] = rng.choice([c for c in letters if c != chars[i].lower()])
-    return "".join(chars)
 
 
 def make_cases(words: _Words, documents: dict[str, str]) -> list[Case]:
@@ -446,6 +423,7 @@ def main() -> None:
     rate = 2 * len(sample) / embed_s
 
     turns = _turn_results(words, documents)
+    fast = agreement(embedder, WordLlamaEmbedder(), "WordLlamaEmbedder (l2_supercat, 256 dims)")
     results: dict[str, Any] = {
         "corpus_chars": len(joined),
         "documents": len(documents),
@@ -471,6 +449,7 @@ def main() -> None:
             "median_cosine_sample": statistics.median(cosines) if cosines else None,
         },
         "turns": turns,
+        "fast_embedder": fast,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
         "environment": environment(),
     }
@@ -480,8 +459,10 @@ def main() -> None:
     print(_markdown(results), flush=True)
 
 
-def _turn_results(words: _Words, documents: dict[str, str]) -> dict[str, Any]:
-    """Turns/s of the evaluator with and without its embedder, on each mix of quotes."""
+def _mix_turns(
+    words: _Words, documents: dict[str, str], mix: str, count: int, seed: int
+) -> list[RagTurn]:
+    """`count` turns quoting the documents in the mix's shares (tests/benchmarks/_quote_turns)."""
 
     def invent(rng: random.Random) -> str:
         """A sentence pair of the corpus' words that no document contains (almost surely)."""
@@ -489,9 +470,20 @@ def _turn_results(words: _Words, documents: dict[str, str]) -> dict[str, Any]:
         return " ".join(quote.split()[: rng.randint(8, 30)])
 
     variants = {"respaced": _respace, "typo": _typos}
+    return make_turns(documents, MIXES[mix], count, variants, invent, seed)
+
+
+def quote_turns(mix: str, count: int) -> list[RagTurn]:
+    """Turns of the mix over this benchmark's generated corpus (for the online benchmark)."""
+    words = _Words(random.Random(SEED))
+    return _mix_turns(words, make_documents(words), mix, count, SEED)
+
+
+def _turn_results(words: _Words, documents: dict[str, str]) -> dict[str, Any]:
+    """Turns/s of the evaluator with and without its embedder, on each mix of quotes."""
     results: dict[str, Any] = {}
-    for index, (mix, weights) in enumerate(MIXES.items()):
-        turns = make_turns(documents, weights, TURNS, variants, invent, SEED + index)
+    for index, mix in enumerate(MIXES):
+        turns = _mix_turns(words, documents, mix, TURNS, SEED + index)
         results[mix] = turn_throughput(turns, RUNS)
         print(
             f"{mix}: "
@@ -556,6 +548,7 @@ def _markdown(r: dict[str, Any]) -> str:
         "`embedder=None` when cosine similarity is not needed.",
         "",
         *(turns_markdown(r["turns"]) if "turns" in r else []),
+        *(agreement_markdown(r["fast_embedder"]) if "fast_embedder" in r else []),
         f"Python {r['machine']['python']}; times are the median of {r['ours']['runs']} runs "
         "after one warm-up run, the same on both sides (min and max in "
         "quote_verification.json), on a shared 2-core machine (load average "

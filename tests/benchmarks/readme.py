@@ -67,6 +67,43 @@ def quote_verification() -> Row:
     )
 
 
+def quote_turns() -> Row:
+    """quote_verification's turns/s with its default embedder, beside no embedder (issue 34)."""
+    r = _load("quote_verification")
+    turns = r.get("turns", {})
+    if "verbatim-heavy" not in turns:
+        return (
+            _link("quote_verification", "quote verification with its embedder"),
+            "**not measured yet**",
+            "default ≥ 10x `cosine='always'` on the verbatim-heavy mix: **not measured**",
+        )
+    cells = []
+    for mix, m in turns.items():
+        rates = [
+            setting.get("turns_per_cpu_s", setting["turns_per_s"])
+            for setting in m["settings"].values()
+        ]
+        cells.append(
+            f"{mix}: default {rates[0]:.1f} turns per CPU second vs {rates[1]:.1f} embedding "
+            f"every quote "
+            f"(**{rates[0] / rates[1]:.1f}x**), {rates[2]:,.0f} without an embedder"
+            + (f", {rates[3]:,.0f} with `WordLlamaEmbedder`" if len(rates) > 3 else "")
+        )
+    heavy = [
+        s.get("turns_per_cpu_s", s["turns_per_s"])
+        for s in turns["verbatim-heavy"]["settings"].values()
+    ]
+    equal = all(m["verdicts_equal"] for m in turns.values())
+    cells.append("verdicts equal under every setting" if equal else "**verdicts differ**")
+    return (
+        _link("quote_verification", "quote verification with its embedder")
+        + " (turns of two quotes)",
+        "; ".join(cells),
+        "default ≥ 10x `cosine='always'` on the verbatim-heavy mix: "
+        + _met(heavy[0] >= 10 * heavy[1] and equal),
+    )
+
+
 def quote_fidelity() -> Row:
     """Misquotes refused and faithful quotes kept, and the meaning check's cost."""
     r = _load("quote_fidelity")
@@ -164,6 +201,34 @@ def online() -> Row:
         f"app-thread CPU < 5%, `submit`/`on_end` p99 < 50 µs, turn p99 ≤ 1.1x capture-only "
         f"(threads, Collector up and down): "
         f"{_met(ok)}",
+    )
+
+
+def online_keep_up() -> Row:
+    """One worker with the README's evaluators: turns/s, and a turn every 25 ms (issue 34)."""
+    r = _load("online")
+    keep = r.get("keep_up")
+    target = "one worker keeps up with a turn every 25 ms with the README's evaluators (default)"
+    if keep is None:
+        return (
+            _link("online", "online keep-up") + ", one worker",
+            "**not measured yet**",
+            f"{target}: **not measured**",
+        )
+    names = {"default": "default e5", "fast": "`WordLlamaEmbedder`", "none": "no embedder"}
+    cells = [
+        f"{names[key]}: {row['top']['turns_per_s']:,.1f} turns/s, "
+        + ("keeps up" if row["paced"]["kept_up"] else "**falls behind**")
+        + f" ({row['paced']['dropped']} dropped, last turn scored "
+        f"{row['paced']['drain_s']:.1f} s after its submission)"
+        for key, row in keep["rows"].items()
+    ]
+    return (
+        _link("online", "online keep-up")
+        + f", one worker, README's evaluators, {keep['turns']} quoting turns at "
+        f"{keep['interval_s'] * 1000:.0f} ms",
+        "; ".join(cells),
+        f"{target}: {_met(keep['rows']['default']['paced']['kept_up'])}",
     )
 
 
@@ -360,9 +425,11 @@ def mutation() -> Row:
 
 BUILDERS: tuple[Callable[[], Row], ...] = (
     quote_verification,
+    quote_turns,
     quote_fidelity,
     instrumentation_overhead,
     online,
+    online_keep_up,
     log_events,
     dialects,
     gateway,

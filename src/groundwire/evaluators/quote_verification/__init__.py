@@ -15,16 +15,16 @@ negation, modal verb or name is never verified. See docs/quote_verification.md.
 
 from __future__ import annotations
 
-from groundwire.evaluators.quote_verification._evaluator import LABELS, QuoteVerification
-from groundwire.evaluators.quote_verification._export import (
-    write_quotes_xlsx,
-    write_stats_csv,
-)
-from groundwire.evaluators.quote_verification._fidelity import (
+from groundwire.evaluators.quote_verification._changes import (
     ChangeKind,
     EditKind,
     MeaningChange,
     QuoteEdit,
+)
+from groundwire.evaluators.quote_verification._evaluator import LABELS, QuoteVerification
+from groundwire.evaluators.quote_verification._export import (
+    write_quotes_xlsx,
+    write_stats_csv,
 )
 from groundwire.evaluators.quote_verification._rows import MatchKind, QuoteMatch
 from groundwire.evaluators.quote_verification._stats import QuoteStats, quote_stats

@@ -64,8 +64,8 @@ def with_cosine(
             [rows[i].span_text for i in asked],
             cache=EMBEDDING_CACHE,
         )
-    except EmbeddingsUnavailableError:
-        warn_unavailable_once()
+    except EmbeddingsUnavailableError as error:
+        warn_unavailable_once(error)
         return rows
     cosines = dict(zip(asked, sims, strict=True)) | dict.fromkeys(known, 1.0)
     filled = list(rows)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypeAlias
 
-from groundwire.evaluators.quote_verification._fidelity import MeaningChange, QuoteEdit
+from groundwire.evaluators.quote_verification._changes import MeaningChange, QuoteEdit
 
 __all__ = ["MatchKind", "QuoteMatch"]
 

@@ -1,7 +1,8 @@
 """Word tables for the meaning check: number words, negators, modals, spelling variants.
 
-Kept apart from the algorithm (`_fidelity.py`) so that the lists can be read and extended alone.
-All entries are case-folded, with straight apostrophes (the normalised form of the text).
+Kept apart from the algorithm (`_fidelity.py` and the modules it uses) so that the lists can be
+read and extended alone. All entries are case-folded, with straight apostrophes (the normalised
+form of the text).
 """
 
 from __future__ import annotations
