@@ -22,7 +22,12 @@ from groundwire.exporters._jsonl import (
     JsonLinesMetricExporter,
     JsonLinesSpanExporter,
 )
-from groundwire.exporters._logs import app_logger_provider, build_logger_provider, log_exporter
+from groundwire.exporters._logs import (
+    app_logger_provider,
+    build_logger_provider,
+    log_exporter,
+    logs_disabled,
+)
 from groundwire.exporters._otlp import OtlpProviders, build_otlp_providers
 from groundwire.exporters._otlp_json import from_otlp_json, to_otlp_json
 from groundwire.exporters._providers import (
@@ -54,6 +59,7 @@ __all__ = [
     "from_otlp_json",
     "grpc_target",
     "log_exporter",
+    "logs_disabled",
     "otlp_endpoint_configured",
     "otlp_exporter",
     "otlp_protocol",

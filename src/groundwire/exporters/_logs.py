@@ -30,6 +30,7 @@ __all__ = [
     "app_logger_provider",
     "build_logger_provider",
     "log_exporter",
+    "logs_disabled",
 ]
 
 _LOGS_EXPORTER_VAR = "OTEL_LOGS_EXPORTER"
@@ -62,14 +63,14 @@ def app_logger_provider(given: Any = None) -> ApiLoggerProvider | None:
     return provider
 
 
-def _logs_disabled() -> bool:
+def logs_disabled() -> bool:
     """True when the standard `OTEL_LOGS_EXPORTER` says `none`."""
     return os.environ.get(_LOGS_EXPORTER_VAR, "").strip().lower() == "none"
 
 
 def log_exporter(choice: ExporterChoice, file: JsonLinesFile | None = None) -> Any:
     """The log record exporter for the choice (None for `none` or `OTEL_LOGS_EXPORTER=none`)."""
-    if _logs_disabled():
+    if logs_disabled():
         return None
     if choice.kind == "file":
         if file is None:
@@ -91,7 +92,7 @@ def build_logger_provider(
     """An SDK logger provider batching records to the chosen exporter (`batch_options` go to the
     batch processor); the OTLP exporter's guard is appended to `guards`."""
     provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
-    if _logs_disabled():
+    if logs_disabled():
         return provider
     guard = None
     if choice.kind == "otlp":
