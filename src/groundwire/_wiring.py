@@ -34,6 +34,8 @@ from groundwire.exporters import (
     build_tracer_provider,
     choose_exporter,
     logs_disabled,
+    same_server,
+    span_destinations,
 )
 from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor
 
@@ -233,6 +235,7 @@ def _phoenix_annotations(url: str | None, tracer_provider: Any) -> list[Provider
     of the evaluation spans as a span annotation) and its handle; nothing otherwise."""
     if url is None:
         return []
+    _warn_unless_spans_reach(url, tracer_provider)
     from groundwire.phoenix import PhoenixAnnotationProcessor
 
     annotator = PhoenixAnnotationProcessor(url)
@@ -246,6 +249,23 @@ def _phoenix_annotations(url: str | None, tracer_provider: Any) -> list[Provider
     return [
         ProviderHandle("Phoenix annotations", lambda s: annotator.force_flush(_millis(s)), close)
     ]
+
+
+def _warn_unless_spans_reach(url: str, tracer_provider: Any) -> None:
+    """One WARNING line when none of the provider's span exporters sends to the Phoenix at
+    `url`: an annotation attaches only to a span that Phoenix has stored, so without the spans
+    every annotation fails (after its not-found retries) and nothing else would say why."""
+    destinations = span_destinations(tracer_provider)
+    if any(same_server(destination, url) for destination in destinations):
+        return
+    logger.warning(
+        "groundwire: phoenix_annotations=%s, but the spans do not go to that Phoenix (they go "
+        "to: %s), so its annotations have no span to attach to; export the spans to "
+        "%s/v1/traces too, or through a Collector that forwards them (docs/phoenix.md)",
+        url,
+        ", ".join(destinations) or "no exporter groundwire can see",
+        url.rstrip("/"),
+    )
 
 
 def _logger_handles(logger_provider: Any, owns: bool) -> list[ProviderHandle]:

@@ -11,10 +11,13 @@
 - `JsonLinesSpanExporter`, `JsonLinesMetricExporter` and `JsonLinesLogExporter` write the
   OpenTelemetry Collector's file layout when no OTLP endpoint is configured; `to_otlp_json` /
   `from_otlp_json` convert single requests.
+- `span_destinations` / `same_server`: where a tracer provider's spans go, and whether that is a
+  given server (the check behind `configure(phoenix_annotations=...)`).
 """
 
 from __future__ import annotations
 
+from groundwire.exporters._endpoints import same_server, span_destinations
 from groundwire.exporters._guard import ExportGuard
 from groundwire.exporters._jsonl import (
     JsonLinesFile,
@@ -63,5 +66,7 @@ __all__ = [
     "otlp_endpoint_configured",
     "otlp_exporter",
     "otlp_protocol",
+    "same_server",
+    "span_destinations",
     "to_otlp_json",
 ]
