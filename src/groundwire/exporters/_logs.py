@@ -22,7 +22,7 @@ from opentelemetry.sdk.resources import Resource
 
 from groundwire.exporters._guard import ExportGuard
 from groundwire.exporters._jsonl import JsonLinesFile, JsonLinesLogExporter
-from groundwire.exporters._providers import ExporterChoice, guarded_exporter
+from groundwire.exporters._providers import ExporterChoice, chosen_exporter, count_into
 from groundwire.exporters._target import otlp_exporter
 
 __all__ = [
@@ -94,17 +94,10 @@ def build_logger_provider(
     provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
     if logs_disabled():
         return provider
-    guard = None
-    if choice.kind == "otlp":
-        exporter, guard = guarded_exporter("logs", choice.target)
-    else:
-        exporter = log_exporter(choice, file)
+    exporter, guard = chosen_exporter("logs", choice, file)
     if exporter is None:
         return provider
     batch = CountingBatchLogRecordProcessor(exporter, **batch_options)
     provider.add_log_record_processor(batch)
-    if guard is not None:
-        guard.given = lambda: batch.emitted
-        if guards is not None:
-            guards.append(guard)
+    count_into(guard, lambda: batch.emitted, guards)
     return provider

@@ -37,19 +37,24 @@ def _shown(config: CaptureConfig, record: Record, text: str, hidden: bool) -> st
 def capture_input(config: CaptureConfig, record: Record, text: str, mime: str) -> None:
     """Write `input.value` (and its MIME type) under the privacy switches."""
     record.full_input = text
-    shown = _shown(config, record, text, config.hide_inputs)
-    if shown is not None:
-        record.attributes[semconv.INPUT_VALUE] = shown
-        record.attributes[semconv.INPUT_MIME_TYPE] = mime if shown is text else semconv.MIME_TEXT
+    _write(record, text, _shown(config, record, text, config.hide_inputs), mime, _INPUT)
 
 
 def capture_output(config: CaptureConfig, record: Record, text: str, mime: str) -> None:
     """Write `output.value` (and its MIME type) under the privacy switches."""
     record.full_output = text
-    shown = _shown(config, record, text, config.hide_outputs)
+    _write(record, text, _shown(config, record, text, config.hide_outputs), mime, _OUTPUT)
+
+
+_INPUT = (semconv.INPUT_VALUE, semconv.INPUT_MIME_TYPE)
+_OUTPUT = (semconv.OUTPUT_VALUE, semconv.OUTPUT_MIME_TYPE)
+
+
+def _write(record: Record, text: str, shown: str | None, mime: str, keys: tuple[str, str]) -> None:
+    """The value's attribute and its MIME type (`text/plain` once cut: no longer whole JSON)."""
     if shown is not None:
-        record.attributes[semconv.OUTPUT_VALUE] = shown
-        record.attributes[semconv.OUTPUT_MIME_TYPE] = mime if shown is text else semconv.MIME_TEXT
+        record.attributes[keys[0]] = shown
+        record.attributes[keys[1]] = mime if shown is text else semconv.MIME_TEXT
 
 
 def _mark_documents(config: CaptureConfig, record: Record, documents: list[Context]) -> None:
