@@ -8,13 +8,14 @@ from dataclasses import replace
 
 import pytest
 
+from groundwire.assembly import SpanRecord
 from groundwire.assembly._pass import assemble_tree, record_of
 from groundwire.assembly._reader import SpanReader
 from groundwire.assembly._tree import TraceTree
 from tests.assembly_records import oi, oi_docs, rag_trace, record, sid
 
 
-def _turn(base: int, start: int, query: str) -> list:  # type: ignore[type-arg]
+def _turn(base: int, start: int, query: str) -> list[SpanRecord]:
     spans = rag_trace(
         root=oi("CHAIN", **{"input.value": query, "output.value": f"answer to {query}"}),
         retriever=oi("RETRIEVER", **oi_docs("a document")),
