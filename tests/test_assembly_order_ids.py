@@ -60,3 +60,19 @@ def test_same_request_compares_the_model_call_only() -> None:
     assert _same_request((1, 0), (1, 5))
     assert not _same_request((1, 0), (2, 0))
     assert not _same_request((1, 0), None)
+
+
+def _wrap(value: Any, levels: int) -> Any:
+    for _ in range(levels):
+        value = {"wrapped": value}
+    return value
+
+
+def test_both_readers_count_mapping_levels_too() -> None:
+    """Six levels of mappings are read, the seventh is not (as for lists)."""
+    asked = {"tool_calls": [{"id": "deep"}]}
+    assert list(_requested_ids(_wrap(asked, 6), 0)) == ["deep"]
+    assert list(_requested_ids(_wrap(asked, 7), 0)) == []
+    answered = {"tool_call_id": "deep"}
+    assert list(_ids(_wrap(answered, 6), "tool_call_id")) == ["deep"]
+    assert list(_ids(_wrap(answered, 7), "tool_call_id")) == []

@@ -4,6 +4,7 @@ trace), turns by start time."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 import pytest
@@ -51,3 +52,17 @@ def test_record_of_refuses_what_is_not_a_span() -> None:
     assert record_of(span) is span
     with pytest.raises(TypeError, match="expects ReadableSpan or SpanRecord objects, got dict"):
         record_of({"span_id": "1"})
+
+
+def test_a_trace_that_breaks_the_pass_is_skipped_and_logged_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A tree whose children name a span it does not hold (no reader builds one) loses that
+    trace only: no turn, one debug line with the traceback."""
+    tree = _tree()
+    tree.children[sid(100)].append("0000000000000bad")
+    with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+        assert assemble_tree(tree, SpanReader(None)) == []
+    (line,) = [r for r in caplog.records if r.name == "groundwire.assembly"]
+    assert line.getMessage() == "a trace could not be assembled; skipped"
+    assert line.levelno == logging.DEBUG and line.exc_info is not None
