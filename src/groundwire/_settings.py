@@ -262,6 +262,19 @@ def resolve_settings(
     )
 
 
+_PASSED_TO_RUNNER = (
+    "sample_rate",
+    "evaluator_sample_rates",
+    "judge_token_budget",
+    "max_queue_size",
+    "workers",
+    "async_concurrency",
+    "evaluator_timeout_s",
+    "executor",
+)
+"""The settings `RunnerConfig` takes as they are (it validates them, naming the option)."""
+
+
 def runner_config(settings: Settings) -> RunnerConfig:
     """Validate the scoring options (and the Prometheus and Phoenix ones) and build the
     runner's configuration; inline evaluators run in the background on an SDK without the
@@ -279,15 +292,8 @@ def runner_config(settings: Settings) -> RunnerConfig:
     config = RunnerConfig(
         evaluators=resolve_evaluators(s.evaluators),
         inline=frozenset(inline),
-        sample_rate=s.sample_rate,
-        evaluator_sample_rates=s.evaluator_sample_rates,
         turn_filter=turn_filter,
-        judge_token_budget=s.judge_token_budget,
-        max_queue_size=s.max_queue_size,
-        workers=s.workers,
-        async_concurrency=s.async_concurrency,
-        evaluator_timeout_s=s.evaluator_timeout_s,
-        executor=s.executor,
+        **{name: getattr(s, name) for name in _PASSED_TO_RUNNER},
     )
     _check_outputs(s, config)
     return config

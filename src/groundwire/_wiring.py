@@ -33,10 +33,13 @@ from groundwire.exporters import (
     build_meter_provider,
     build_tracer_provider,
     choose_exporter,
+    logs_disabled,
+    same_server,
+    span_destinations,
 )
 from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor
 
-__all__ = ["Providers", "build_providers", "wire"]
+__all__ = ["Providers", "build_providers", "signal_routes", "wire"]
 
 logger = logging.getLogger("groundwire")
 
@@ -139,11 +142,13 @@ def wire(settings: Settings) -> OnlineEvaluation:
     annotations = _phoenix_annotations(settings.phoenix_annotations, p.tracer_provider)
     LIVE_CONTENT.enabled = True
     instrumented = instrument(planned, p.tracer_provider, p.meter_provider)
-    owns_any = p.owns_tracer or p.owns_meter or p.owns_logger
-    if choice.path is not None and owns_any:
+    routes = signal_routes(p, choice, settings.events)
+    to_file = [name for name, where in routes.items() if choice.path and where.startswith("file")]
+    if to_file and choice.path is not None:
         logger.warning(
             "groundwire: no OTLP endpoint configured (OTEL_EXPORTER_OTLP_ENDPOINT); writing "
-            "traces, metrics and logs as OTLP/JSON lines to %s",
+            "%s as OTLP/JSON lines to %s",
+            _and(to_file),
             choice.path.resolve(),
         )
     described = _describe_exporter(choice, p.owns_tracer or p.owns_meter, p.guards)
@@ -152,7 +157,7 @@ def wire(settings: Settings) -> OnlineEvaluation:
         ", ".join(e.name for e in config.evaluators),
         ", ".join(name for name, _ in instrumented)
         or "none (spans must come from another instrumentation)",
-        described,
+        "; ".join(f"{signal} -> {where}" for signal, where in routes.items()),
         settings.exit_timeout_s,
     )
     return OnlineEvaluation(
@@ -163,7 +168,7 @@ def wire(settings: Settings) -> OnlineEvaluation:
         meter_provider=p.meter_provider,
         owns_tracer_provider=p.owns_tracer,
         owns_meter_provider=p.owns_meter,
-        output_path=choice.path if owns_any else None,
+        output_path=choice.path if to_file else None,
         logger_provider=p.logger_provider,
         owns_logger_provider=p.owns_logger,
         instrumented=[name for name, _ in instrumented],
@@ -230,6 +235,7 @@ def _phoenix_annotations(url: str | None, tracer_provider: Any) -> list[Provider
     of the evaluation spans as a span annotation) and its handle; nothing otherwise."""
     if url is None:
         return []
+    _warn_unless_spans_reach(url, tracer_provider)
     from groundwire.phoenix import PhoenixAnnotationProcessor
 
     annotator = PhoenixAnnotationProcessor(url)
@@ -243,6 +249,23 @@ def _phoenix_annotations(url: str | None, tracer_provider: Any) -> list[Provider
     return [
         ProviderHandle("Phoenix annotations", lambda s: annotator.force_flush(_millis(s)), close)
     ]
+
+
+def _warn_unless_spans_reach(url: str, tracer_provider: Any) -> None:
+    """One WARNING line when none of the provider's span exporters sends to the Phoenix at
+    `url`: an annotation attaches only to a span that Phoenix has stored, so without the spans
+    every annotation fails (after its not-found retries) and nothing else would say why."""
+    destinations = span_destinations(tracer_provider)
+    if any(same_server(destination, url) for destination in destinations):
+        return
+    logger.warning(
+        "groundwire: phoenix_annotations=%s, but the spans do not go to that Phoenix (they go "
+        "to: %s), so its annotations have no span to attach to; export the spans to "
+        "%s/v1/traces too, or through a Collector that forwards them (docs/phoenix.md)",
+        url,
+        ", ".join(destinations) or "no exporter groundwire can see",
+        url.rstrip("/"),
+    )
 
 
 def _logger_handles(logger_provider: Any, owns: bool) -> list[ProviderHandle]:
@@ -266,6 +289,40 @@ def _sdk_handles(signal: str, provider: Any, owns: bool) -> list[ProviderHandle]
     if hasattr(provider, "force_flush"):
         return [ProviderHandle(f"the app's {signal} provider", flush, flush)]
     return []
+
+
+def signal_routes(p: Providers, choice: ExporterChoice, events: str) -> dict[str, str]:
+    """Where each signal goes (`traces`, `metrics`, `logs`): the app's provider, groundwire's
+    OTLP endpoint or file, or nowhere. Only the signals groundwire's own providers handle reach
+    its file, so an app with its own providers gets no file for them."""
+
+    def ours(signal: str) -> str:
+        if choice.kind == "file":
+            return _file(choice)
+        named = [guard.name for guard in p.guards if guard.name.startswith(f"OTLP {signal} ")]
+        return named[0] if named else "none"
+
+    traces = ours("traces") if p.owns_tracer else "the app's tracer provider"
+    metrics = ours("metrics") if p.owns_meter else "the app's meter provider"
+    if p.prometheus_server is not None:
+        metrics += f" and Prometheus port {p.prometheus_server.server_port}"
+    if p.logger_provider is None or events == semconv.EVENTS_SPAN:
+        logs = "none (results are span events: events='span')"
+    elif not p.owns_logger:
+        logs = "the app's logger provider"
+    else:
+        logs = "none (OTEL_LOGS_EXPORTER=none)" if logs_disabled() else ours("logs")
+    return {"traces": traces, "metrics": metrics, "logs": logs}
+
+
+def _file(choice: ExporterChoice) -> str:
+    """How a route names the JSON-lines file (absolute), or "" when the choice has none."""
+    return f"file {choice.path.resolve()}" if choice.path is not None else ""
+
+
+def _and(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _describe_exporter(choice: ExporterChoice, owns: bool, guards: list[ExportGuard]) -> str:

@@ -181,7 +181,7 @@ def test_jsonl_resume_with_other_evaluators_raises_resume_error(
 ) -> None:
     """rescore(resume=True) onto a .jsonl of other evaluators raises ResumeError (as documented);
     the same evaluators in another order resume."""
-    from groundwire.offline._resume import ResumeError
+    from groundwire.offline import ResumeError
 
     out = tmp_path / "o.jsonl"
     rescore(traces, ["quoted_spans", "quote_verification"], out)

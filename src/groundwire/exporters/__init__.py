@@ -11,10 +11,13 @@
 - `JsonLinesSpanExporter`, `JsonLinesMetricExporter` and `JsonLinesLogExporter` write the
   OpenTelemetry Collector's file layout when no OTLP endpoint is configured; `to_otlp_json` /
   `from_otlp_json` convert single requests.
+- `span_destinations` / `same_server`: where a tracer provider's spans go, and whether that is a
+  given server (the check behind `configure(phoenix_annotations=...)`).
 """
 
 from __future__ import annotations
 
+from groundwire.exporters._endpoints import same_server, span_destinations
 from groundwire.exporters._guard import ExportGuard
 from groundwire.exporters._jsonl import (
     JsonLinesFile,
@@ -22,7 +25,12 @@ from groundwire.exporters._jsonl import (
     JsonLinesMetricExporter,
     JsonLinesSpanExporter,
 )
-from groundwire.exporters._logs import app_logger_provider, build_logger_provider, log_exporter
+from groundwire.exporters._logs import (
+    app_logger_provider,
+    build_logger_provider,
+    log_exporter,
+    logs_disabled,
+)
 from groundwire.exporters._otlp import OtlpProviders, build_otlp_providers
 from groundwire.exporters._otlp_json import from_otlp_json, to_otlp_json
 from groundwire.exporters._providers import (
@@ -54,8 +62,11 @@ __all__ = [
     "from_otlp_json",
     "grpc_target",
     "log_exporter",
+    "logs_disabled",
     "otlp_endpoint_configured",
     "otlp_exporter",
     "otlp_protocol",
+    "same_server",
+    "span_destinations",
     "to_otlp_json",
 ]

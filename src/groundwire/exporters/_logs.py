@@ -22,7 +22,7 @@ from opentelemetry.sdk.resources import Resource
 
 from groundwire.exporters._guard import ExportGuard
 from groundwire.exporters._jsonl import JsonLinesFile, JsonLinesLogExporter
-from groundwire.exporters._providers import ExporterChoice, guarded_exporter
+from groundwire.exporters._providers import ExporterChoice, chosen_exporter, count_into
 from groundwire.exporters._target import otlp_exporter
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "app_logger_provider",
     "build_logger_provider",
     "log_exporter",
+    "logs_disabled",
 ]
 
 _LOGS_EXPORTER_VAR = "OTEL_LOGS_EXPORTER"
@@ -62,14 +63,14 @@ def app_logger_provider(given: Any = None) -> ApiLoggerProvider | None:
     return provider
 
 
-def _logs_disabled() -> bool:
+def logs_disabled() -> bool:
     """True when the standard `OTEL_LOGS_EXPORTER` says `none`."""
     return os.environ.get(_LOGS_EXPORTER_VAR, "").strip().lower() == "none"
 
 
 def log_exporter(choice: ExporterChoice, file: JsonLinesFile | None = None) -> Any:
     """The log record exporter for the choice (None for `none` or `OTEL_LOGS_EXPORTER=none`)."""
-    if _logs_disabled():
+    if logs_disabled():
         return None
     if choice.kind == "file":
         if file is None:
@@ -91,19 +92,12 @@ def build_logger_provider(
     """An SDK logger provider batching records to the chosen exporter (`batch_options` go to the
     batch processor); the OTLP exporter's guard is appended to `guards`."""
     provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
-    if _logs_disabled():
+    if logs_disabled():
         return provider
-    guard = None
-    if choice.kind == "otlp":
-        exporter, guard = guarded_exporter("logs", choice.target)
-    else:
-        exporter = log_exporter(choice, file)
+    exporter, guard = chosen_exporter("logs", choice, file)
     if exporter is None:
         return provider
     batch = CountingBatchLogRecordProcessor(exporter, **batch_options)
     provider.add_log_record_processor(batch)
-    if guard is not None:
-        guard.given = lambda: batch.emitted
-        if guards is not None:
-            guards.append(guard)
+    count_into(guard, lambda: batch.emitted, guards)
     return provider

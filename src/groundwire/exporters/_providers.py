@@ -14,6 +14,7 @@ exported. The providers are built with `shutdown_on_exit=False`: their owner (`c
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from groundwire.exporters._guard import (
 )
 from groundwire.exporters._jsonl import (
     JsonLinesFile,
+    JsonLinesLogExporter,
     JsonLinesMetricExporter,
     JsonLinesSpanExporter,
 )
@@ -117,6 +119,37 @@ def _shared(file: JsonLinesFile | None) -> JsonLinesFile:
     return file
 
 
+_FILE_EXPORTERS: dict[str, Any] = {
+    "traces": JsonLinesSpanExporter,
+    "metrics": JsonLinesMetricExporter,
+    "logs": JsonLinesLogExporter,
+}
+
+
+def chosen_exporter(
+    signal: str, choice: ExporterChoice, file: JsonLinesFile | None = None
+) -> tuple[Any, ExportGuard | None]:
+    """The exporter of `signal` for the choice and its guard (OTLP only); (None, None) for
+    `none`. Every builder of groundwire's own providers picks its exporter here."""
+    if choice.kind == "otlp":
+        return guarded_exporter(signal, choice.target)
+    if choice.kind == "file":
+        return _FILE_EXPORTERS[signal](_shared(file)), None
+    return None, None
+
+
+def count_into(
+    guard: ExportGuard | None, given: Callable[[], int], guards: list[ExportGuard] | None
+) -> None:
+    """Let `guard` (when there is one) know how many items its exporter was given, so shutdown
+    can say how many never arrived, and list it in `guards`."""
+    if guard is None:
+        return
+    guard.given = given
+    if guards is not None:
+        guards.append(guard)
+
+
 def guarded_exporter(
     signal: str, target: OtlpTarget, breaker: CircuitBreaker | None = None
 ) -> tuple[Any, ExportGuard]:
@@ -171,19 +204,12 @@ def build_tracer_provider(
     """An SDK tracer provider batching spans to the chosen exporter (`batch_options` go to the
     batch processor); the OTLP exporter's guard is appended to `guards`."""
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    guard = None
-    if choice.kind == "otlp":
-        exporter, guard = guarded_exporter("traces", choice.target)
-    elif choice.kind == "file":
-        exporter = JsonLinesSpanExporter(_shared(file))
-    else:
+    exporter, guard = chosen_exporter("traces", choice, file)
+    if exporter is None:
         return provider
     batch = CountingBatchSpanProcessor(exporter, **batch_options)
     provider.add_span_processor(batch)
-    if guard is not None:
-        guard.given = lambda: batch.ended
-        if guards is not None:
-            guards.append(guard)
+    count_into(guard, lambda: batch.ended, guards)
     return provider
 
 
@@ -204,13 +230,10 @@ def build_meter_provider(
     (milliseconds, default 60 s).
     """
     readers: list[MetricReader] = list(extra_readers)
-    exporter: MetricExporter | None = None
-    if choice.kind == "otlp":
-        exporter, guard = guarded_exporter("metrics", choice.target)
-        if guards is not None:
-            guards.append(guard)
-    elif choice.kind == "file":
-        exporter = JsonLinesMetricExporter(_shared(file))
+    exporter: MetricExporter | None
+    exporter, guard = chosen_exporter("metrics", choice, file)
+    if guard is not None and guards is not None:
+        guards.append(guard)
     push = None
     if exporter is not None:
         push = PeriodicExportingMetricReader(exporter, export_interval_millis=interval_millis)

@@ -12,8 +12,9 @@ Traces are read from OTLP/JSON lines (the Collector's file exporter, groundwire'
 OTLP protobuf files or Jaeger JSON, reassembled into turns by the same assembler as live spans,
 scored, and written as .jsonl, .csv, .xlsx, .parquet or a self-contained .html report; optionally
 sent back as evaluation spans and log-based result events under the original traces
-(`export_otlp`); scores recorded earlier are read back with `read_recorded_results`. See
-docs/offline.md.
+(`export_otlp`); scores recorded earlier are read back with `read_recorded_results`. A bad `out`
+raises `OutputPathError`, `resume=True` onto another run's output `ResumeError` (both
+`ValueError`s). See docs/offline.md.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 from groundwire.offline._export import OtlpExport
 from groundwire.offline._pipeline import TurnCounts, WindowOptions, iter_turns
 from groundwire.offline._results import TurnResult, dumps_strict, json_safe
+from groundwire.offline._resume import ResumeError
 from groundwire.offline._window import TraceWindow
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import BadRecordError, Problems, ReadStats, read_spans
@@ -32,17 +34,20 @@ from groundwire.offline.rescore import (
     StopFlag,
     rescore,
 )
+from groundwire.offline.writers import OutputPathError
 
 __all__ = [
     "BadRecordError",
     "EvaluatorTally",
     "ExpectedAnswers",
     "OtlpExport",
+    "OutputPathError",
     "Problems",
     "ProgressHook",
     "ReadStats",
     "RecordedResult",
     "RescoreSummary",
+    "ResumeError",
     "StopFlag",
     "TraceWindow",
     "TurnCounts",

@@ -51,6 +51,9 @@ __all__ = ["GroundwireCallbackHandler"]
 
 logger = logging.getLogger("groundwire_langchain")
 
+_KEPT: Any = object()
+"""`_end`'s default inputs: the ones the run's start callback gave."""
+
 FRAMEWORK = "langchain"
 """Value of `groundwire.framework` on the root span of every LangChain run tree."""
 
@@ -146,9 +149,7 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Close the chain's span with its input and output (streams send the input only now)."""
-        run = self._runs.pop(run_id, None)
-        if run is not None:
-            self._finish(run, kwargs.get("inputs", run.inputs), outputs)
+        self._end(run_id, outputs, inputs=kwargs.get("inputs", _KEPT))
 
     def on_chain_error(
         self,
@@ -159,9 +160,7 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Close the chain's span with status ERROR and an exception event."""
-        run = self._runs.pop(run_id, None)
-        if run is not None:
-            self._finish(run, kwargs.get("inputs", run.inputs), None, error=error)
+        self._end(run_id, None, inputs=kwargs.get("inputs", _KEPT), error=error)
 
     # --- retrievers ----------------------------------------------------------------------------
 
@@ -195,22 +194,7 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Close the retriever's span with the query and the documents in rank order."""
-        run = self._runs.pop(run_id, None)
-        if run is not None:
-            self._finish(run, run.inputs, None, documents=documents)
-
-    def on_retriever_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Close the retriever's span with status ERROR and an exception event."""
-        run = self._runs.pop(run_id, None)
-        if run is not None:
-            self._finish(run, run.inputs, None, error=error)
+        self._end(run_id, None, documents=documents)
 
     # --- models --------------------------------------------------------------------------------
 
@@ -256,23 +240,7 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Close the model's span with its answer (whole, also when streamed) and token counts."""
-        run = self._runs.pop(run_id, None)
-        if run is not None:
-            self._finish(run, run.inputs, response)
-
-    def on_llm_error(
-        self,
-        error: BaseException,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Close the model's span with status ERROR and an exception event."""
-        run = self._runs.pop(run_id, None)
-        if run is not None:
-            self._finish(run, run.inputs, None, error=error)
+        self._end(run_id, response)
 
     # --- tools ---------------------------------------------------------------------------------
 
@@ -311,11 +279,11 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Close the tool's span with its output."""
-        run = self._runs.pop(run_id, None)
-        if run is not None:
-            self._finish(run, run.inputs, output)
+        self._end(run_id, output)
 
-    def on_tool_error(
+    # --- errors of models, retrievers and tools -----------------------------------------------
+
+    def on_llm_error(
         self,
         error: BaseException,
         *,
@@ -323,12 +291,31 @@ class GroundwireCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        """Close the tool's span with status ERROR and an exception event."""
-        run = self._runs.pop(run_id, None)
-        if run is not None:
-            self._finish(run, run.inputs, None, error=error)
+        """Close the run's span (a model's, a retriever's or a tool's) with status ERROR and an
+        exception event."""
+        self._end(run_id, None, error=error)
+
+    on_retriever_error = on_llm_error
+    on_tool_error = on_llm_error
 
     # --- span lifecycle ------------------------------------------------------------------------
+
+    def _end(
+        self,
+        run_id: UUID,
+        output: Any,
+        *,
+        inputs: Any = _KEPT,
+        documents: Sequence[Document] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Close the run's span (when we traced the run) with its inputs (`_KEPT`: the ones its
+        start gave), output, documents or error."""
+        run = self._runs.pop(run_id, None)
+        if run is None:
+            return
+        given = run.inputs if inputs is _KEPT else inputs
+        self._finish(run, given, output, documents=documents, error=error)
 
     def _start_llm(
         self,

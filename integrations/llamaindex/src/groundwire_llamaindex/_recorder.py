@@ -4,6 +4,8 @@ Parentage comes from LlamaIndex's own parent span ids, never from attaching an O
 record's parent is the record its LlamaIndex parent id maps to, and a run's outermost span takes
 the OTel context current when it starts. Values are read once, at the end, from the call's
 arguments and result (and from LLM and rerank events), and written under the privacy switches.
+The recorder keeps the records and their lifecycle (notices, events, streams, ending); what a
+span starts with is `_start`, what it is written with `_writing`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import logging
 import threading
 import types
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
@@ -31,25 +33,21 @@ from llama_index.core.instrumentation.events.llm import (
 from llama_index.core.instrumentation.events.rerank import ReRankStartEvent
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Status, StatusCode, Tracer, set_span_in_context
-from opentelemetry.util.types import AttributeValue
 
 from groundwire import semconv
-from groundwire._types import Context
-from groundwire.capture import (
-    LIVE_CONTENT,
-    CaptureConfig,
-    LiveContent,
-    retrieval_attributes,
-    retrieval_span_name,
-)
-from groundwire.capture import (
-    document_attributes as _document_attributes,
-)
+from groundwire.capture import LIVE_CONTENT, CaptureConfig, LiveContent
 from groundwire_llamaindex import _values
 from groundwire_llamaindex._kinds import kind_of
-from groundwire_llamaindex._llm import describe_llm
 from groundwire_llamaindex._record import Record
+from groundwire_llamaindex._start import describe, start_values
 from groundwire_llamaindex._stream import AsyncTokenStream, StreamOutcome, TokenStream
+from groundwire_llamaindex._writing import (
+    capture_input,
+    capture_output,
+    rerank_values,
+    retrieval_values,
+    token_attributes,
+)
 
 __all__ = ["Recorder"]
 
@@ -60,26 +58,6 @@ _LIVE_KINDS = frozenset(
     {semconv.SPAN_KIND_CHAIN, semconv.SPAN_KIND_RETRIEVER, semconv.SPAN_KIND_RERANKER}
 )
 """Kinds whose full values the assembler may need (query, contexts, answer)."""
-
-
-def _call_name(llama_id: str) -> str:
-    """`RetrieverQueryEngine.query` from LlamaIndex's `RetrieverQueryEngine.query-<uuid>`."""
-    name = llama_id.partition("-")[0]
-    owner, _, method = name.rpartition(".")
-    return f"{owner}.{method.lstrip('_')}" if owner else name
-
-
-def _model_name(instance: object, field: str) -> str | None:
-    """A non-empty string field of `instance`, or None."""
-    value = getattr(instance, field, None)
-    return value if isinstance(value, str) and value else None
-
-
-def _data_source_id(retriever: object) -> str | None:
-    """The id of the index a retriever reads (`gen_ai.data_source.id`), when it has one."""
-    index = getattr(retriever, "_index", None)
-    index_id = getattr(index, "index_id", None)
-    return index_id if isinstance(index_id, str) and index_id else None
 
 
 class Recorder:
@@ -125,7 +103,7 @@ class Recorder:
                 self._records[llama_id] = parent
                 parent.aliases.append(llama_id)
             return
-        name, attributes = self._describe(llama_id, kind, instance, arguments, parent)
+        name, attributes = describe(llama_id, kind, instance, parent)
         span = self._tracer.start_span(
             name,
             context=set_span_in_context(parent.span) if parent is not None else None,
@@ -135,7 +113,7 @@ class Recorder:
         if parent is not None:
             record.open.add(record)
         if record.recording:
-            self._start_values(record, instance, arguments)
+            start_values(self._config, record, instance, arguments)
         self._records[llama_id] = record
 
     @staticmethod
@@ -180,7 +158,7 @@ class Recorder:
             if semconv.OUTPUT_VALUE not in record.attributes:
                 text = _values.llm_output_of(result)
                 if text is not None:
-                    self._capture_output(record, text, semconv.MIME_TEXT)
+                    capture_output(self._config, record, text, semconv.MIME_TEXT)
             if isinstance(result, _GENERATORS):
                 record.waiting = True
                 if record.parent is not None:
@@ -190,7 +168,7 @@ class Recorder:
         elif kind != semconv.SPAN_KIND_EMBEDDING:
             value = _values.output_of(result)
             if value is not None:
-                self._capture_output(record, *value)
+                capture_output(self._config, record, *value)
         self.end(record)
 
     def drop(self, llama_id: str, error: BaseException | None) -> None:
@@ -228,12 +206,14 @@ class Recorder:
     def _on_chat_start(self, record: Record, event: LLMChatStartEvent) -> None:
         """An LLM chat call's messages are its input (JSON)."""
         if record.kind == semconv.SPAN_KIND_LLM and record.full_input is None:
-            self._capture_input(record, _values.messages_json(event.messages), semconv.MIME_JSON)
+            capture_input(
+                self._config, record, _values.messages_json(event.messages), semconv.MIME_JSON
+            )
 
     def _on_completion_start(self, record: Record, event: LLMCompletionStartEvent) -> None:
         """An LLM completion call's prompt is its input (text)."""
         if record.kind == semconv.SPAN_KIND_LLM and record.full_input is None:
-            self._capture_input(record, event.prompt, semconv.MIME_TEXT)
+            capture_input(self._config, record, event.prompt, semconv.MIME_TEXT)
 
     def _on_llm_end(self, record: Record, event: LLMChatEndEvent | LLMCompletionEndEvent) -> None:
         """An LLM call's answer and token counts; ends a streamed call."""
@@ -241,8 +221,8 @@ class Recorder:
             return
         text = _values.llm_output_of(event.response)
         if text is not None:
-            self._capture_output(record, text, semconv.MIME_TEXT)
-        record.attributes.update(self._token_attributes(event.response))
+            capture_output(self._config, record, text, semconv.MIME_TEXT)
+        record.attributes.update(token_attributes(event.response))
         if record.waiting:
             self.end(record)
 
@@ -285,7 +265,7 @@ class Recorder:
     ) -> None:
         """End a chat engine's record with the answer its stream wrote."""
         if record.recording and isinstance(response.response, str):
-            self._capture_output(record, response.response, semconv.MIME_TEXT)
+            capture_output(self._config, record, response.response, semconv.MIME_TEXT)
         self.end(record, error)
 
     def _on_exception(self, record: Record, event: ExceptionEvent) -> None:
@@ -293,161 +273,26 @@ class Recorder:
         if record.waiting and record.kind == semconv.SPAN_KIND_LLM:
             self.end(record, event.exception)
 
-    # --- starting ---------------------------------------------------------------------------
-
-    def _describe(
-        self,
-        llama_id: str,
-        kind: str,
-        instance: Any,
-        arguments: Mapping[str, Any],
-        parent: Record | None,
-    ) -> tuple[str, dict[str, AttributeValue]]:
-        """The span's name and the attributes known when it starts."""
-        attributes: dict[str, AttributeValue] = {semconv.OPENINFERENCE_SPAN_KIND: kind}
-        if parent is None:
-            attributes[semconv.GROUNDWIRE_FRAMEWORK] = semconv.FRAMEWORK_LLAMAINDEX
-        if kind == semconv.SPAN_KIND_RETRIEVER:
-            return retrieval_span_name(_data_source_id(instance)), attributes
-        if kind == semconv.SPAN_KIND_LLM:
-            method = llama_id.partition("-")[0].rpartition(".")[2]
-            return describe_llm(instance, method, attributes), attributes
-        if kind == semconv.SPAN_KIND_EMBEDDING:
-            model = _model_name(instance, "model_name")
-            attributes[semconv.GEN_AI_OPERATION_NAME] = semconv.GEN_AI_OPERATION_EMBEDDINGS
-            if model is None:
-                return semconv.GEN_AI_OPERATION_EMBEDDINGS, attributes
-            attributes[semconv.EMBEDDING_MODEL_NAME] = model
-            attributes[semconv.GEN_AI_REQUEST_MODEL] = model
-            return f"{semconv.GEN_AI_OPERATION_EMBEDDINGS} {model}", attributes
-        if kind == semconv.SPAN_KIND_RERANKER:
-            top_n = getattr(instance, "top_n", None)
-            if isinstance(top_n, int) and not isinstance(top_n, bool):
-                attributes[semconv.RERANKER_TOP_K] = top_n
-            model = _model_name(instance, "model")
-            if model is not None:
-                attributes[semconv.RERANKER_MODEL_NAME] = model
-        return _call_name(llama_id), attributes
-
-    def _start_values(self, record: Record, instance: Any, arguments: Mapping[str, Any]) -> None:
-        """Remember or capture the call's input."""
-        kind = record.kind
-        if kind == semconv.SPAN_KIND_RETRIEVER:
-            record.data_source = _data_source_id(instance)
-        if kind in (semconv.SPAN_KIND_RETRIEVER, semconv.SPAN_KIND_RERANKER):
-            record.query = _values.query_of(arguments)
-            record.input_nodes = arguments.get("nodes")
-        elif kind == semconv.SPAN_KIND_EMBEDDING:
-            text = _values.query_of(arguments)
-            if text is None and isinstance(arguments.get("text"), str):
-                text = arguments["text"]
-            if text is not None:
-                self._capture_input(record, text, semconv.MIME_TEXT)
-        elif kind != semconv.SPAN_KIND_LLM:
-            value = _values.input_of(arguments)
-            if value is not None:
-                self._capture_input(record, *value)
-
-    # --- values under the privacy switches --------------------------------------------------
-
-    def _shown(self, record: Record, text: str, hidden: bool) -> str | None:
-        """What of `text` goes on the span (None: nothing); marks the record when it differs."""
-        if hidden:
-            record.altered = True
-            return None
-        shown = self._config.text(text)
-        if shown is not text:
-            record.altered = True
-        return shown
-
-    def _capture_input(self, record: Record, text: str, mime: str) -> None:
-        """Write `input.value` (and its MIME type) under the privacy switches."""
-        record.full_input = text
-        shown = self._shown(record, text, self._config.hide_inputs)
-        if shown is not None:
-            record.attributes[semconv.INPUT_VALUE] = shown
-            record.attributes[semconv.INPUT_MIME_TYPE] = (
-                mime if shown is text else semconv.MIME_TEXT
-            )
-
-    def _capture_output(self, record: Record, text: str, mime: str) -> None:
-        """Write `output.value` (and its MIME type) under the privacy switches."""
-        record.full_output = text
-        shown = self._shown(record, text, self._config.hide_outputs)
-        if shown is not None:
-            record.attributes[semconv.OUTPUT_VALUE] = shown
-            record.attributes[semconv.OUTPUT_MIME_TYPE] = (
-                mime if shown is text else semconv.MIME_TEXT
-            )
-
-    def _mark_documents(self, record: Record, documents: list[Context]) -> None:
-        """Keep the documents for `LIVE_CONTENT` and note whether the span shows less."""
-        record.documents = tuple(documents)
-        config = self._config
-        if record.query is not None and (
-            config.hide_inputs or config.text(record.query) is not record.query
-        ):
-            record.altered = True
-            record.full_input = record.query
-        if config.hide_document_text or any(
-            config.text(document.text) is not document.text for document in documents
-        ):
-            record.altered = True
-
-    @staticmethod
-    def _token_attributes(response: object) -> Iterator[tuple[str, AttributeValue]]:
-        """Token counts in OpenInference and GenAI names, where the response has them."""
-        prompt, completion, total = _values.token_counts(response)
-        if prompt is not None:
-            yield semconv.LLM_TOKEN_COUNT_PROMPT, prompt
-            yield semconv.GEN_AI_USAGE_INPUT_TOKENS, prompt
-        if completion is not None:
-            yield semconv.LLM_TOKEN_COUNT_COMPLETION, completion
-            yield semconv.GEN_AI_USAGE_OUTPUT_TOKENS, completion
-        if total is not None:
-            yield semconv.LLM_TOKEN_COUNT_TOTAL, total
-
     # --- ending -----------------------------------------------------------------------------
 
     def _end_retrieval(
         self, record: Record, nodes: object, error: BaseException | None = None
     ) -> None:
         """End a retriever's record with its query and the nodes it returned."""
-        contexts = _values.contexts_of(nodes)
-        record.attributes.update(
-            retrieval_attributes(
-                record.query,
-                contexts,
-                self._config,
-                data_source_id=record.data_source,
-            )
-        )
-        self._mark_documents(record, contexts)
+        retrieval_values(self._config, record, nodes)
         self.end(record, error)
 
     def _end_rerank(
         self, record: Record, nodes: object, error: BaseException | None = None
     ) -> None:
         """End a reranker's record with its query and input and output nodes."""
-        config = self._config
-        if record.query is not None and not config.hide_inputs:
-            record.attributes[semconv.RERANKER_QUERY] = config.text(record.query)
-        before = _values.contexts_of(record.input_nodes)
-        after = _values.contexts_of(nodes)
-        record.attributes.update(
-            _document_attributes(semconv.RERANKER_INPUT_DOCUMENTS_PREFIX, before, config)
-        )
-        record.attributes.update(
-            _document_attributes(semconv.RERANKER_OUTPUT_DOCUMENTS_PREFIX, after, config)
-        )
-        record.input_nodes = None
-        self._mark_documents(record, after)
+        rerank_values(self._config, record, nodes)
         self.end(record, error)
 
     def finish_stream(self, record: Record, text: str | None, error: BaseException | None) -> None:
         """End a record that waited for a streamed answer."""
         if text is not None and not record.ended:
-            self._capture_output(record, text, semconv.MIME_TEXT)
+            capture_output(self._config, record, text, semconv.MIME_TEXT)
         self.end(record, error)
 
     def end(self, record: Record, error: BaseException | None = None) -> None:

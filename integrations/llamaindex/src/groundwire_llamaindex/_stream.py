@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from llama_index.core.instrumentation.span import active_span_id
@@ -46,6 +47,43 @@ class StreamOutcome:
             self._finish(record, text, error)
 
 
+class _Step:
+    """One step of a wrapped stream: LlamaIndex's active span set to the synthesizer call
+    around it, and the outcome finished when the step ends the stream (exhausted, or raised)."""
+
+    __slots__ = ("_outcome", "_span_id", "_token")
+
+    def __init__(self, span_id: str | None, outcome: StreamOutcome) -> None:
+        self._span_id = span_id
+        self._outcome = outcome
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        if self._span_id is not None:
+            self._token = active_span_id.set(self._span_id)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _traceback: Any
+    ) -> None:
+        try:
+            if kind is not None and issubclass(kind, StopIteration | StopAsyncIteration):
+                self._outcome.finish(None, True)
+            elif error is not None:
+                self._outcome.finish(error, False)
+        finally:
+            if self._token is not None:
+                active_span_id.reset(self._token)
+
+
+@contextmanager
+def _closing(outcome: StreamOutcome) -> Iterator[None]:
+    """Close a wrapped stream: its outcome is finished (not exhausted) whatever the close does."""
+    try:
+        yield
+    finally:
+        outcome.finish(None, False)
+
+
 class TokenStream(Iterator[str]):
     """Stands in for a sync token generator; see the module docstring."""
 
@@ -60,29 +98,17 @@ class TokenStream(Iterator[str]):
 
     def __next__(self) -> str:
         """The next token, run as part of the synthesizer call; ends the spans at the end."""
-        token = active_span_id.set(self._span_id) if self._span_id is not None else None
-        try:
+        with _Step(self._span_id, self.outcome):
             item = next(self._inner)
-        except StopIteration:
-            self.outcome.finish(None, True)
-            raise
-        except BaseException as error:
-            self.outcome.finish(error, False)
-            raise
-        finally:
-            if token is not None:
-                active_span_id.reset(token)
         self.outcome.add(item)
         return item  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Close the underlying generator and end the waiting spans."""
-        close = getattr(self._inner, "close", None)
-        try:
+        with _closing(self.outcome):
+            close = getattr(self._inner, "close", None)
             if close is not None:
                 close()
-        finally:
-            self.outcome.finish(None, False)
 
 
 class AsyncTokenStream(AsyncIterator[str]):
@@ -101,26 +127,14 @@ class AsyncTokenStream(AsyncIterator[str]):
 
     async def __anext__(self) -> str:
         """The next token, run as part of the synthesizer call; ends the spans at the end."""
-        token = active_span_id.set(self._span_id) if self._span_id is not None else None
-        try:
+        with _Step(self._span_id, self.outcome):
             item = await self._inner.__anext__()
-        except StopAsyncIteration:
-            self.outcome.finish(None, True)
-            raise
-        except BaseException as error:
-            self.outcome.finish(error, False)
-            raise
-        finally:
-            if token is not None:
-                active_span_id.reset(token)
         self.outcome.add(item)
         return item  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         """Close the underlying generator and end the waiting spans."""
-        aclose = getattr(self._inner, "aclose", None)
-        try:
+        with _closing(self.outcome):
+            aclose = getattr(self._inner, "aclose", None)
             if aclose is not None:
                 await aclose()
-        finally:
-            self.outcome.finish(None, False)
