@@ -80,8 +80,16 @@ def test_sigkill_under_load_loses_no_accepted_span_and_scores_every_turn(
             f"chaos: {len(acked_spans)} spans accepted, {doubled_spans} forwarded twice; "
             f"{len(whole)} whole turns, {doubled_results} scored twice; {_KILLS} SIGKILLs"
         )
-        # a second result only for a turn exported in the few ms before its record: rare
-        assert doubled_results <= max(2, len(whole) // 100)
+        # Results are at least once across a crash: a turn whose results went out in the window
+        # before its record (50 ms idle; seconds for a lagging, lower-priority scoring process
+        # under load) is scored again after the restart. Measured: 0-17 of ~390 turns idle, 99
+        # in one run of the whole suite. One window per crash, so never a third result; a
+        # gateway that forgets what it scored rescores every replayed turn after each restart
+        # (planted: 213 of 392 turns doubled, up to 4 results each). That the scored traces'
+        # spans are skipped is pinned exactly by test_queue_scoring.py.
+        most = max(results(downstream).values())
+        assert most <= 2, f"a turn got {most} results: the record of scored traces is lost"
+        assert doubled_results <= len(whole) // 2
     finally:
         if client.poll() is None:
             client.kill()
