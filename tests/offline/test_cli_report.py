@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from groundwire import semconv
@@ -149,3 +150,17 @@ def test_reassembly_evaluation_spans_and_interruption_lines(tmp_path: Path) -> N
     assert summary.interrupted
     assert summary.lines()[-1] == "interrupted: the output holds every turn scored before the stop"
     assert len((tmp_path / "i.jsonl").read_text().splitlines()) == summary.turns_scored == 2
+
+
+def test_a_run_whose_every_evaluation_was_skipped_says_nothing_was_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No judge configured: the turns were read, not "scored", and the summary says why."""
+    for name in ("GROUNDWIRE_JUDGE_MODEL", "OPENAI_MODEL", "GROUNDWIRE_JUDGE_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    traces = write_turns(QUERIES, tmp_path / "t.jsonl")
+    summary = rescore(traces, ["groundedness"], tmp_path / "o.jsonl")
+    lines = summary.lines()
+    assert summary.tallies["groundedness"].skipped == 5
+    assert lines[1].startswith("read 5 turns in "), lines
+    assert "every evaluation skipped (5): nothing was scored" in lines

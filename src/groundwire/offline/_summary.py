@@ -110,12 +110,17 @@ class RescoreSummary:
         """A short human-readable summary."""
         r, c = self.read, self.counts
         rate = self.turns_scored / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        skipped = sum(t.skipped for t in self.tallies.values())
+        # a turn whose every evaluation was skipped (no judge) was read, not scored
+        verb = "read" if self.evaluations and skipped == self.evaluations else "scored"
         out = [
             f"read {r.files} file(s): {r.records} records ({r.bad_records} bad, "
             f"{r.other_records} metrics/logs), {r.spans} spans, {c.traces} traces, {c.turns} turns",
-            f"scored {self.turns_scored} turns in {self.elapsed_s:.1f} s ({rate:.1f} turns/s); "
+            f"{verb} {self.turns_scored} turns in {self.elapsed_s:.1f} s ({rate:.1f} turns/s); "
             f"skipped {self.turns_skipped} ({c.resumed} already in the output)",
         ]
+        if verb == "read":
+            out.append(f"every evaluation skipped ({skipped}): nothing was scored")
         if r.damaged_files:
             out.append(
                 f"{r.damaged_files} file(s) damaged or cut short: every record before the damage "
