@@ -8,7 +8,6 @@ missing; the tests that need it are skipped, with the reason, only where it cann
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -17,39 +16,19 @@ from typing import Any
 
 import pytest
 
+from tests._debian import install_debian_packages
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "observability"
 DASHBOARD = EXAMPLE / "grafana" / "dashboards" / "groundwire-rag-quality.json"
 RULES = EXAMPLE / "prometheus" / "groundwire-rules.yml"
-
-_INSTALL_TIMEOUT_S = 600
-
-
-def _install_prometheus() -> str | None:
-    """Install Debian's prometheus package; None on success, else why it cannot be done."""
-    if shutil.which("apt-get") is None:
-        return "Prometheus is not installed and there is no apt-get to install it"
-    if os.geteuid() != 0:
-        return "Prometheus is not installed and installing it needs root (apt-get)"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    wait_for_lock = ["-o", "DPkg::Lock::Timeout=120"]  # another install may hold the lock
-    for command in (
-        ["apt-get", *wait_for_lock, "update"],
-        ["apt-get", *wait_for_lock, "install", "-y", "--no-install-recommends", "prometheus"],
-    ):
-        done = subprocess.run(
-            command, env=env, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S
-        )
-        if done.returncode != 0:
-            pytest.fail(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return None
 
 
 @pytest.fixture(scope="session")
 def prometheus_bin() -> tuple[str, str]:
     """Paths of `prometheus` and `promtool`, installing the Debian package once when missing."""
     if shutil.which("prometheus") is None or shutil.which("promtool") is None:
-        reason = _install_prometheus()
+        reason = install_debian_packages(["prometheus"], "Prometheus")
         if reason is not None:
             pytest.skip(reason)
     prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests._debian import install_debian_packages
 
 __all__ = ["CHROMIUM_FLAGS", "browser_paths", "start_browser"]
 
@@ -31,33 +32,12 @@ CHROMIUM_FLAGS = (
     "--window-size=1200,900",
 )
 _PACKAGES = ("chromium", "chromium-driver")
-_INSTALL_TIMEOUT_S = 900
-
-
-def _install() -> str | None:
-    """Install Debian's chromium and chromium-driver; None on success, else why it cannot be."""
-    if shutil.which("apt-get") is None:
-        return "chromium is not installed and there is no apt-get to install it"
-    if os.geteuid() != 0:
-        return "chromium is not installed and installing it needs root (apt-get)"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    wait_for_lock = ["-o", "DPkg::Lock::Timeout=300"]  # another install may hold the lock
-    for command in (
-        ["apt-get", *wait_for_lock, "update"],
-        ["apt-get", *wait_for_lock, "install", "-y", "--no-install-recommends", *_PACKAGES],
-    ):
-        done = subprocess.run(
-            command, env=env, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S
-        )
-        if done.returncode != 0:
-            pytest.fail(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return None
 
 
 def browser_paths() -> tuple[str, str]:
     """Paths of `chromium` and `chromedriver`, installing the Debian packages once if missing."""
     if shutil.which("chromium") is None or shutil.which("chromedriver") is None:
-        reason = _install()
+        reason = install_debian_packages(_PACKAGES, "chromium")
         if reason is not None:
             pytest.skip(reason)
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")

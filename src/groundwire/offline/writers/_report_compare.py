@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from groundwire.offline.writers._baseline import Change, Comparison, EvaluatorShift
-from groundwire.offline.writers._report_style import BINS, escape
+from groundwire.offline.writers._report_style import BINS, axis_svg, escape
 
 __all__ = ["COMPARISON_SLOT", "comparison_html", "insert_comparison"]
 
@@ -44,16 +44,7 @@ def _paired_svg(name: str, shift: EvaluatorShift) -> str:
                 f'height="{h:.1f}" fill="{fill}"><title>{run} {low:.1f}-{high:.1f}: '
                 f"{counts[index]}</title></rect>"
             )
-    base = height - pad
-    parts.append(f'<line x1="{pad}" y1="{base}" x2="{width - pad}" y2="{base}" stroke="#444"/>')
-    for value in (0.0, 0.5, 1.0):
-        x = pad + value * (width - 2 * pad)
-        parts.append(
-            f'<text x="{x:.1f}" y="{base + 14}" font-size="10" text-anchor="middle">'
-            f"{value:g}</text>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+    return "".join(parts) + axis_svg(width, height, pad)
 
 
 def _number(value: float | None, signed: bool = False) -> str:

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from groundwire.offline.writers._quote_state import STATES
 
-__all__ = ["BINS", "STYLE", "escape", "histogram_svg", "legend_html", "tag_html"]
+__all__ = ["BINS", "STYLE", "axis_svg", "escape", "histogram_svg", "legend_html", "tag_html"]
 
 BINS: Final = 10
 """Histogram bins over [0, 1]."""
@@ -98,8 +98,14 @@ def histogram_svg(name: str, bins: list[int]) -> str:
                 f'<text x="{x + bar / 2:.1f}" y="{y - 3:.1f}" font-size="9" '
                 f'text-anchor="middle">{count}</text>'
             )
+    return "".join(parts) + axis_svg(width, height, pad)
+
+
+def axis_svg(width: float, height: float, pad: float) -> str:
+    """The score axis (0, 0.5, 1) under a histogram, and the end of its `<svg>`: one drawing
+    for the report's histograms and the baseline comparison's paired ones."""
     base = height - pad
-    parts.append(f'<line x1="{pad}" y1="{base}" x2="{width - pad}" y2="{base}" stroke="#444"/>')
+    parts = [f'<line x1="{pad}" y1="{base}" x2="{width - pad}" y2="{base}" stroke="#444"/>']
     for value in (0.0, 0.5, 1.0):
         x = pad + value * (width - 2 * pad)
         parts.append(
