@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -155,3 +156,15 @@ def test_binary_threshold_and_report_files(tmp_path: Path) -> None:
     assert "quoted_spans" in (tmp_path / "r.html").read_text()
     with pytest.raises(ValueError, match=r"a report is \.json or \.html"):
         write_report(report, tmp_path / "r.txt")
+
+
+def test_a_bad_line_of_a_scores_file_is_named_by_file_and_line(tmp_path: Path) -> None:
+    """The scores file is read by the labels' own JSON lines reader: same `file:line` errors."""
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text('{"trace_id": "a"}\n\n[1, 2]\n')
+    with pytest.raises(LabelsError) as caught:
+        read_scores(scores)
+    assert str(caught.value) == f"{scores}:3: expected a JSON object, got list"
+    scores.write_text("{not json\n")
+    with pytest.raises(LabelsError, match=rf"^{re.escape(str(scores))}:1: not a JSON object: "):
+        read_scores(scores)

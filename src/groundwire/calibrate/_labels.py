@@ -28,6 +28,7 @@ __all__ = [
     "LabelSet",
     "LabelsError",
     "Scale",
+    "json_objects",
     "parquet_table",
     "parse_label",
     "read_labels",
@@ -142,8 +143,9 @@ def _rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
         raise LabelsError(f"{path}: unknown labels format {suffix!r}; use .csv, .jsonl or .parquet")
 
 
-def _json_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Rows of a JSON lines file (one object per line; blank lines skipped)."""
+def json_objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`file:line`, object) of a JSON lines file, blank lines skipped: the one reader of the
+    labels and the scores files, so both name a bad line the same way."""
     with path.open(encoding="utf-8") as file:
         for number, line in enumerate(file, start=1):
             if not line.strip():
@@ -155,8 +157,14 @@ def _json_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
                 raise LabelsError(f"{where}: not a JSON object: {error.msg}") from None
             if not isinstance(row, dict):
                 raise LabelsError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            _check_columns(path, list(row), where)
             yield where, row
+
+
+def _json_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Rows of a JSON lines labels file, each with the columns a label needs."""
+    for where, row in json_objects(path):
+        _check_columns(path, list(row), where)
+        yield where, row
 
 
 def parquet_table(path: Path) -> tuple[list[str], list[dict[str, Any]]]:

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from groundwire._types import RagTurn, Score
-from groundwire.calibrate._labels import Label, LabelsError, LabelSet, parquet_table
+from groundwire.calibrate._labels import (
+    Label,
+    LabelsError,
+    LabelSet,
+    json_objects,
+    parquet_table,
+)
 
 __all__ = ["Match", "ScoredTurn", "Unmatched", "join", "read_scores", "scored_turns"]
 
@@ -136,16 +142,8 @@ def _records(path: Path) -> Iterator[tuple[str, Mapping[str, Any], list[str]]]:
     """(`file:line`, record, evaluator names) of a `rescore` output."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        with path.open(encoding="utf-8") as file:
-            for number, line in enumerate(file, start=1):
-                if line.strip():
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as error:
-                        raise LabelsError(f"{path}:{number}: not JSON: {error.msg}") from None
-                    if not isinstance(record, dict):
-                        raise LabelsError(f"{path}:{number}: expected a JSON object")
-                    yield f"{path}:{number}", record, []
+        for where, record in json_objects(path):
+            yield where, record, []
     elif suffix in (".csv", ".parquet"):
         rows = _table(path)
         fixed = ("trace_id", "span_id", "query", "details")
