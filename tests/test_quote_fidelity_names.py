@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from groundwire.evaluators.quote_verification._fidelity import Fidelity, compare
+from groundwire.evaluators.quote_verification._changes import Fidelity
+from groundwire.evaluators.quote_verification._fidelity import compare
 from groundwire.evaluators.quote_verification._normalise import fold, normalise
 
 

@@ -22,26 +22,11 @@ from __future__ import annotations
 from rapidfuzz.distance import Levenshtein
 
 from groundwire.evaluators.quote_verification._blocks import differences, edit, meaning_changes
-from groundwire.evaluators.quote_verification._changes import (
-    CHANGE_KINDS,
-    ChangeKind,
-    EditKind,
-    Fidelity,
-    MeaningChange,
-    QuoteEdit,
-)
+from groundwire.evaluators.quote_verification._changes import Fidelity, MeaningChange
 from groundwire.evaluators.quote_verification._normalise import NormalisedText
 from groundwire.evaluators.quote_verification._side import Side, scan
 
-__all__ = [
-    "CHANGE_KINDS",
-    "ChangeKind",
-    "EditKind",
-    "Fidelity",
-    "MeaningChange",
-    "QuoteEdit",
-    "compare",
-]
+__all__ = ["compare"]
 
 _REACH = 80
 """Characters of document looked at beside the span for quote words found just outside it."""

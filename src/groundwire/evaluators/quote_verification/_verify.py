@@ -6,10 +6,11 @@ from collections.abc import Iterable
 from typing import Unpack
 
 from groundwire.embeddings import DEFAULT_EMBEDDER, Embedder
+from groundwire.evaluators.quote_verification._changes import Fidelity
 from groundwire.evaluators.quote_verification._corpus import Corpus, Documents, coerce_documents
 from groundwire.evaluators.quote_verification._cosine import with_cosine
 from groundwire.evaluators.quote_verification._ellipsis import Located
-from groundwire.evaluators.quote_verification._fidelity import Fidelity, compare
+from groundwire.evaluators.quote_verification._fidelity import compare
 from groundwire.evaluators.quote_verification._locate import Locator
 from groundwire.evaluators.quote_verification._normalise import (
     NormalisedText,
