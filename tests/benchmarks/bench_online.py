@@ -16,11 +16,14 @@
 3. Evaluations per second through the runner (1 and 2 workers) vs calling the same evaluators in
    a plain loop (the peer: what `groundwire.evaluate` does); the runner also emits a carrier span
    and metric points per turn.
-4. Keep-up (issue 34): turns per second one worker scores with the README's `configure()`
-   evaluators on turns that quote their contexts, with quote_verification's default embedder,
-   the fast `WordLlamaEmbedder` and none; and whether it keeps up with a turn every 25 ms.
+4. Keep-up (issue 34, `_keep_up.py`): turns per second one worker scores with the README's
+   `configure()` evaluators as the README configures them, and named without options (default
+   e5 embedder), with the fast `WordLlamaEmbedder` and with none, on turns that quote their
+   contexts; and whether it keeps up with a turn every 25 ms.
 
 Run: `python -m tests.benchmarks online`. Writes results/online.{md,json}.
+`python -m tests.benchmarks.bench_online keep-up` measures part 4 alone and replaces it in the
+existing results (the other parts keep their earlier run; the section says its own load).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from groundwire.demo import sample_turns
 from groundwire.emit import Emitter
 from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor, RunnerConfig
 from groundwire_langchain import LangChainInstrumentor
+from tests.benchmarks._keep_up import bench_keep_up, keep_up_lines
 from tests.benchmarks._timing import environment, results_dir, scaled
 from tests.test_assembly_langchain import KeywordRetriever
 
@@ -310,122 +314,6 @@ def bench_throughput(turns: Sequence[RagTurn]) -> dict[str, Any]:
         seconds = _timed(lambda e=evaluator: [e.evaluate(t) for t in turns])  # type: ignore[misc]
         per_evaluator[evaluator.name] = len(turns) / seconds
     return {"turns": len(turns), "rows": rows, "direct_evals_per_s_by_evaluator": per_evaluator}
-
-
-KEEP_UP_TURNS = scaled(400, 12)
-KEEP_UP_INTERVAL_S = 0.025
-"""One turn every 25 ms (40 turns/s): the traffic issue 34 asks one worker to keep up with."""
-KEEP_UP_DRAIN_S = 0.5
-"""Kept up: no turn dropped, and the last turn scored within this long of its submission."""
-
-
-def _readme_evaluators(embedder: str) -> list[AnyEvaluator]:
-    """The README's `configure()` evaluators (quoted_spans inline, quote_verification and
-    groundedness in the background; groundedness is skipped: no judge is configured), with
-    quote_verification's default embedder, the fast one, or none."""
-    from groundwire.embeddings import WordLlamaEmbedder
-
-    options: dict[str, Any] = {
-        "default": {},
-        "fast": {"embedder": WordLlamaEmbedder()},
-        "none": {"embedder": None},
-    }[embedder]
-    return [
-        get_evaluator("quoted_spans"),
-        get_evaluator("quote_verification", **options),
-        get_evaluator("groundedness"),
-    ]
-
-
-def _keep_up_run(embedder: str, turns: Sequence[RagTurn], paced: bool) -> dict[str, Any]:
-    """One worker scoring the turns, submitted all at once (`paced` False: its top rate) or
-    one every KEEP_UP_INTERVAL_S; the embedding cache starts empty."""
-    from groundwire.embeddings import EMBEDDING_CACHE
-
-    config = RunnerConfig(
-        _readme_evaluators(embedder), inline=frozenset({"quoted_spans"}), workers=1
-    )
-    runner = BackgroundRunner(config, _emitter())
-    runner.warm_up()
-    EMBEDDING_CACHE.clear()
-    started = time.perf_counter()
-    for index, turn in enumerate(turns):
-        if paced:
-            time.sleep(max(0.0, started + index * KEEP_UP_INTERVAL_S - time.perf_counter()))
-        runner.submit(turn)
-    submitted = time.perf_counter()
-    backlog = runner.queue_size()
-    runner.force_flush(900)
-    finished = time.perf_counter()
-    stats = runner.stats()
-    runner.shutdown(10)
-    return {
-        "seconds": finished - started,
-        "turns_per_s": stats.scored / (finished - started),
-        "backlog_at_last_submit": backlog,
-        "drain_s": finished - submitted,
-        "scored": stats.scored,
-        "errored": stats.errored,
-        "dropped": stats.dropped,
-    }
-
-
-def bench_keep_up() -> dict[str, Any]:
-    """Turns/s one worker scores with the README's evaluators on turns that quote their contexts
-    (the quote verification benchmark's verbatim-heavy mix), and whether it keeps up with a turn
-    every 25 ms; per embedder of quote_verification."""
-    from tests.benchmarks.bench_quote_verification import quote_turns
-
-    turns = [
-        turn.model_copy(update={"trace_id": f"{i + 1:032x}", "span_id": f"{i + 1:016x}"})
-        for i, turn in enumerate(quote_turns("verbatim-heavy", KEEP_UP_TURNS))
-    ]
-    rows: dict[str, Any] = {}
-    for embedder in ("default", "fast", "none"):
-        top = _keep_up_run(embedder, turns, paced=False)
-        paced = _keep_up_run(embedder, turns, paced=True)
-        paced["kept_up"] = paced["dropped"] == 0 and paced["drain_s"] <= KEEP_UP_DRAIN_S
-        rows[embedder] = {"top": top, "paced": paced}
-        print(
-            f"keep-up {embedder}: {top['turns_per_s']:.1f} turns/s; paced: "
-            f"{'kept up' if paced['kept_up'] else 'fell behind'} ({paced['drain_s']:.1f} s drain)",
-            flush=True,
-        )
-    return {"turns": len(turns), "interval_s": KEEP_UP_INTERVAL_S, "rows": rows}
-
-
-def _keep_up_lines(keep: dict[str, Any]) -> list[str]:
-    """The markdown table of the keep-up measurement."""
-    names = {
-        "default": "default (e5, cosine='fuzzy')",
-        "fast": "`WordLlamaEmbedder`",
-        "none": "`embedder=None`",
-    }
-    lines = [
-        "",
-        "## One worker with the README's evaluators",
-        "",
-        f"`BackgroundRunner` with one worker and the README's `configure()` evaluators "
-        "(`quoted_spans` inline, `quote_verification` and `groundedness` in the background; "
-        "groundedness is skipped without a judge), on "
-        f"{keep['turns']} turns of the quote verification benchmark's verbatim-heavy mix (two "
-        "quotes, three contexts of ~1,500 characters), embedding cache empty at the start. Top "
-        "rate: every turn submitted at once. Paced: one turn every "
-        f"{keep['interval_s'] * 1000:.0f} ms; kept up = none dropped and the last turn scored "
-        f"within {KEEP_UP_DRAIN_S:g} s of its submission.",
-        "",
-        "| quote_verification embedder | top rate, turns/s | paced: backlog at the last submit "
-        "| paced: drain after it, s | dropped | kept up |",
-        "|---|---:|---:|---:|---:|---|",
-    ]
-    for key, row in keep["rows"].items():
-        paced = row["paced"]
-        lines.append(
-            f"| {names[key]} | {row['top']['turns_per_s']:,.1f} | "
-            f"{paced['backlog_at_last_submit']} | {paced['drain_s']:.1f} | {paced['dropped']} | "
-            f"{'**yes**' if paced['kept_up'] else '**no**'} |"
-        )
-    return lines
 
 
 TAIL_TURNS = scaled(600, 10)
@@ -703,7 +591,7 @@ def _write(result: dict[str, Any]) -> None:
         "",
     ]
     if "keep_up" in result:
-        lines += [*_keep_up_lines(result["keep_up"]), ""]
+        lines += [*keep_up_lines(result["keep_up"]), ""]
     if "tail" in result:
         lines += [*_tail_lines(result["tail"]), ""]
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -722,7 +610,7 @@ def main() -> None:
         "latency_llm": bench_latency(MODEL_LATENCY_S, rounds=7, turns_per_round=25),
         "enqueue": bench_enqueue(turns),
         "throughput": bench_throughput(turns),
-        "keep_up": bench_keep_up(),
+        "keep_up": bench_keep_up(_emitter),
         "tail": bench_tail(),
     }
     result["meta"] = {
@@ -736,5 +624,18 @@ def main() -> None:
     print((RESULTS / "online.md").read_text())
 
 
+def main_keep_up() -> None:
+    """Measure the keep-up part alone and put it into the existing results/online.{md,json}."""
+    result = json.loads((RESULTS / "online.json").read_text())
+    result["keep_up"] = bench_keep_up(_emitter)
+    _write(result)
+    print((RESULTS / "online.md").read_text())
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:] == ["keep-up"]:
+        main_keep_up()
+    else:
+        main()
