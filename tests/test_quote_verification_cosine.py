@@ -226,26 +226,3 @@ def test_quote_texts_are_embedded_once_per_process() -> None:
     assert first == second
     assert (after.hits - before.hits, after.misses - before.misses) == (4, 4)
 
-
-def test_the_readme_live_example_embeds_nothing() -> None:
-    """The README's `configure()` example builds quote_verification with cosine "off" (what the
-    keep-up benchmark measures): a misquoted turn is scored without one embedding, verdicts
-    intact."""
-    from groundwire import get_evaluator
-    from tests.benchmarks._keep_up import readme_evaluators
-
-    mapping = readme_evaluators()
-    assert list(mapping) == ["quoted_spans", "quote_verification", "groundedness"]
-    evaluator = get_evaluator("quote_verification", **mapping["quote_verification"])
-    assert isinstance(evaluator, QuoteVerification) and evaluator.options.cosine == "off"
-    turn = RagTurn(
-        query="q",
-        contexts=[Context(text=_TEXT, id="gpl")],
-        answer="“VERBATIM COPIES of this” and “the GNU General Public License is not intended”",
-    )
-    before = EMBEDDING_CACHE.stats()
-    score = evaluator.evaluate(turn)
-    after = EMBEDDING_CACHE.stats()
-    assert (after.hits, after.misses) == (before.hits, before.misses)
-    assert [row["cosine_similarity"] for row in score.details["quotes"]] == [None, None]
-    assert (score.value, score.label) == (0.5, "some_unverified")
