@@ -225,4 +225,3 @@ def test_quote_texts_are_embedded_once_per_process() -> None:
     assert len(embedder.calls) == 1 and len(embedder.calls[0]) == 4
     assert first == second
     assert (after.hits - before.hits, after.misses - before.misses) == (4, 4)
-
