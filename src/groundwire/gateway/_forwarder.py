@@ -118,8 +118,9 @@ class Forwarder:
         return True
 
     def restore(self, batch: Batch) -> None:
-        """Queue a batch read back from the persistent queue at start (ahead of new requests;
-        not counted as received again, and not refused: it was accepted before)."""
+        """Queue a batch of the persistent queue: one read back at start (ahead of new requests),
+        or evaluation results just committed there. Not counted as received, and not refused:
+        it is on disk already."""
         self._queue.append(batch)
         self._bytes += batch.size
         if self._wake is not None:

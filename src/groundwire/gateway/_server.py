@@ -18,6 +18,7 @@ import socket
 import sqlite3
 import ssl
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ from groundwire.gateway._http import build_app
 from groundwire.gateway._intake import Intake
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._queue import DiskQueue
-from groundwire.gateway._replay import replay, summary_loop, summary_text
+from groundwire.gateway._replay import forward_results, replay, summary_loop, summary_text
+from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._telemetry import Providers, build_providers, grpc_target
 from groundwire.gateway._transport import GrpcTransport, HttpTransport, Transport
 from groundwire.gateway._worker import ScoringProcess, check_evaluators
@@ -157,7 +159,7 @@ class Gateway:
                 config,
                 self.metrics,
                 scored=scored,
-                on_scored=None if self.queue is None else self.queue.scored,
+                on_scored=None if self.queue is None else self._record_scored,
             )
         self.intake = Intake(self.forwarder, self.scorer, self.metrics, self.queue)
         self.metrics.watch(
@@ -178,6 +180,7 @@ class Gateway:
         self.http_port: int | None = None
         self.grpc_port: int | None = None
         self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._accepting = False
         self._started = time.monotonic()
 
@@ -223,6 +226,19 @@ class Gateway:
         if self._stop is not None:
             self._stop.set()
 
+    def _record_scored(
+        self, done: list[int], trace_ids: list[str], results: Sequence[ResultRequest] = ()
+    ) -> None:
+        """The scoring process's report (on its reader thread): commit the requests done for
+        scoring, the traces scored and their evaluation results in one transaction, then hand
+        the results to the forwarder like accepted requests (on the loop's thread)."""
+        assert self.queue is not None
+        committed = self.queue.scored(done, trace_ids, results)
+        if results:
+            committed.add_done_callback(
+                lambda future: forward_results(self._loop, self.forwarder, results, future.result())
+            )
+
     # --- lifecycle -------------------------------------------------------------------------------
 
     async def run(self) -> ShutdownReport:
@@ -231,7 +247,7 @@ class Gateway:
 
         config = self.config
         self._stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, self._stop.set)
@@ -307,8 +323,13 @@ class Gateway:
             scoring = asyncio.create_task(
                 asyncio.to_thread(scorer.shutdown, max(0.0, deadline - time.monotonic() - 0.5))
             )
-        left = await self.forwarder.drain(deadline)
         drained = True
+        if scoring is not None and self.queue is not None:
+            # the last results are committed to the queue, then forwarded with the rest
+            drained = await scoring
+            scoring = None
+            await asyncio.to_thread(self.queue.sync)
+        left = await self.forwarder.drain(deadline)
         if scoring is not None:
             drained = await scoring
         await asyncio.to_thread(self.providers.shutdown, max(0.5, deadline - time.monotonic()))
