@@ -127,35 +127,30 @@ class ResultCapture:
         return out
 
 
-class _SpanCapture(SpanExporter):
-    """The scoring process's span exporter with a persistent queue: keeps, never sends."""
+class _Keeper:
+    """What both capturing exporters share: they keep, never send, and have nothing to close."""
 
     def __init__(self, capture: ResultCapture) -> None:
         self._capture = capture
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+
+class _SpanCapture(_Keeper, SpanExporter):
+    """The scoring process's span exporter with a persistent queue."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         self._capture.keep_spans(spans)
         return SpanExportResult.SUCCESS
 
-    def shutdown(self) -> None:
-        return None
 
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return True
-
-
-class _LogCapture(LogRecordExporter):
-    """The scoring process's log record exporter with a persistent queue: keeps, never sends."""
-
-    def __init__(self, capture: ResultCapture) -> None:
-        self._capture = capture
+class _LogCapture(_Keeper, LogRecordExporter):
+    """The scoring process's log record exporter with a persistent queue."""
 
     def export(self, batch: Sequence[Any]) -> Any:
         self._capture.keep_logs(batch)
         return LogRecordExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        return None
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return True

@@ -139,16 +139,7 @@ class Gateway:
         self.queue = _open_queue(config)
         self.providers: Providers = build_providers(config)
         self.metrics = GatewayMetrics(self.providers.meter_provider)
-        self.forwarder = Forwarder(
-            _transport(config),
-            self.metrics,
-            max_bytes=config.buffer_max_bytes,
-            senders=config.senders,
-            retry_initial_s=config.retry_initial_s,
-            retry_max_s=config.retry_max_s,
-            retry_max_elapsed_s=config.retry_max_elapsed_s,
-            store=self.queue,
-        )
+        self.forwarder = Forwarder(_transport(config), self.metrics, config, store=self.queue)
         self.scorer: ScoringProcess | None = None
         if config.evaluation:
             check_evaluators(config)
@@ -254,14 +245,7 @@ class Gateway:
         if self.queue is not None:
             replay(self.queue, self.forwarder, self.scorer, self.metrics)
         self.forwarder.start()
-        app = build_app(
-            self.intake,
-            max_request_bytes=config.max_request_bytes,
-            health=self.health,
-            ready=self.ready,
-            auth_token=config.auth_token,
-            auth_header=config.auth_header,
-        )
+        app = build_app(self.intake, config, health=self.health, ready=self.ready)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         host, port = parse_hostport(config.listen)
@@ -274,16 +258,7 @@ class Gateway:
         if config.grpc_listen is not None:
             from groundwire.gateway._grpc import start_grpc_server
 
-            grpc_server, self.grpc_port = await start_grpc_server(
-                self.intake,
-                config.grpc_listen,
-                max_request_bytes=config.max_request_bytes,
-                auth_token=config.auth_token,
-                auth_header=config.auth_header,
-                tls_cert_file=config.tls_cert_file,
-                tls_key_file=config.tls_key_file,
-                tls_client_ca_file=config.tls_client_ca_file,
-            )
+            grpc_server, self.grpc_port = await start_grpc_server(self.intake, config)
         # Everything built so far lives as long as the process: keep it out of the collector's
         # full passes, which otherwise stall the loop for a long time every few seconds.
         gc.collect()
