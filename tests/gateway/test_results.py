@@ -126,3 +126,16 @@ def test_results_are_committed_with_the_scored_mark_and_replayed_to_forward(
     reopened.sync()
     assert reopened.held_records == 0
     reopened.close()
+
+
+def test_many_results_are_split_into_requests_a_downstream_takes() -> None:
+    """A report after a long stall (or the last one, at shutdown) holds many results: they go
+    as several requests of at most 512 spans, never one that a downstream would refuse."""
+    capture = ResultCapture()
+    tracer_provider, _ = _providers(capture)
+    tracer = tracer_provider.get_tracer("test")
+    for _ in range(600):
+        tracer.start_span("evaluation").end()
+    taken = capture.take([], everything=True)
+    assert [(r.signal, r.items) for r in taken] == [("traces", 512), ("traces", 88)]
+    assert sum(len(_span_traces(r)) for r in taken) == 600

@@ -12,9 +12,13 @@ never stops the replay.
 A row is one accepted request: it is committed before the client gets its 200 (`append`, with
 group commit: the requests arriving while one commit runs share the next), and it stays until
 nothing needs it any more: its forwarding is done (delivered, or given up for good) and, for a
-traces request being scored, its spans' traces are scored (`scored`). On start `replay` reads
-what is left, in the order it was accepted. Scored trace ids are kept for a while (`scored_since`)
-so that a restarted gateway does not score a trace twice.
+traces request being scored, its spans' traces are scored (`scored`). The evaluation results of
+scored traces are rows too, inserted by `scored` in the transaction that records their traces
+as scored (so a crash keeps both or neither) and forwarded like accepted requests. On start
+`replay` reads what is left, in the order it was stored. Scored trace ids are kept for a while
+(`scored_recently`) so that a restarted gateway does not score a trace twice.
+
+The schema and reading a row back are in `_queue_rows`; the room kept on disk in `_queue_room`.
 
 All database work happens on one thread of its own; the asyncio loop only awaits its results.
 """

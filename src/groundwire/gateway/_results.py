@@ -41,6 +41,9 @@ __all__ = ["ResultCapture", "ResultRequest"]
 _REMEMBER: Final = 100_000
 """Reported trace ids remembered, to send a result that comes after its trace's report."""
 _NO_TRACE: Final = ""
+_PER_REQUEST: Final = 512
+"""Spans or log records per request (a few hundred KB): a report after a long stall, or the last
+one at shutdown, stays well under the downstream's request limit (the Collector's: 4 MiB)."""
 
 
 class ResultRequest(NamedTuple):
@@ -106,9 +109,9 @@ class ResultCapture:
             )
 
     def take(self, trace_ids: Iterable[str], *, everything: bool = False) -> list[ResultRequest]:
-        """The results of `trace_ids` (and those waiting for the next report) as OTLP requests,
-        at most one per signal; these traces count as reported from now on. `everything`: all
-        that is held (the last report, at shutdown)."""
+        """The results of `trace_ids` (and those waiting for the next report) as OTLP requests
+        of at most `_PER_REQUEST` items each; these traces count as reported from now on.
+        `everything`: all that is held (the last report, at shutdown)."""
         ids = [*trace_ids, _NO_TRACE]
         with self._lock:
             if everything:
@@ -120,10 +123,12 @@ class ResultCapture:
             while len(self._reported) > _REMEMBER:
                 self._reported.popitem(last=False)
         out = []
-        if spans:
-            out.append(ResultRequest("traces", len(spans), encode_spans(spans).SerializeToString()))
-        if logs:
-            out.append(ResultRequest("logs", len(logs), encode_logs(logs).SerializeToString()))
+        for start in range(0, len(spans), _PER_REQUEST):
+            part = spans[start : start + _PER_REQUEST]
+            out.append(ResultRequest("traces", len(part), encode_spans(part).SerializeToString()))
+        for start in range(0, len(logs), _PER_REQUEST):
+            part = logs[start : start + _PER_REQUEST]
+            out.append(ResultRequest("logs", len(part), encode_logs(part).SerializeToString()))
         return out
 
 
