@@ -21,7 +21,7 @@ from tests.gateway.conftest import ROOT, GatewayProcess, RawDownstream
 
 from groundwire import semconv
 
-pytestmark = pytest.mark.slow  # real processes, about 20 s
+pytestmark = pytest.mark.slow  # real processes, 20-40 s (each gateway is killed while scoring)
 
 _KILLS = 3
 
