@@ -1,7 +1,8 @@
 """The chaos test's app: a separate process sending a steady stream of RAG traces through the OTel
 SDK's own OTLP/HTTP exporter, and writing down the ids of the spans the gateway answered 200 for.
 
-Run as `python _chaos_client.py ENDPOINT SECONDS OUT`. Each trace is one turn as the OpenInference
+Run as `python _chaos_client.py ENDPOINT SECONDS OUT`: it sends until SECONDS have passed or a
+file `OUT.stop` appears. Each trace is one turn as the OpenInference
 instrumentation records it (CHAIN root, RETRIEVER with a document, LLM with the answer). A wrapper
 around the exporter appends `trace_id span_id` lines to OUT for every export that succeeded: an
 export succeeds only when the gateway answered 200, so OUT is exactly what the gateway accepted.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -50,7 +52,8 @@ class Recording(SpanExporter):
 
 
 def main(endpoint: str, seconds: float, out_path: str) -> None:
-    """Send turns for `seconds`, then flush and stop."""
+    """Send turns for `seconds` (or until `out_path.stop` exists), then flush and stop."""
+    stop = Path(out_path + ".stop")
     with open(out_path, "w", encoding="utf-8") as out:
         exporter = Recording(OTLPSpanExporter(endpoint=endpoint + "/v1/traces", timeout=2), out)
         provider = TracerProvider()
@@ -59,7 +62,7 @@ def main(endpoint: str, seconds: float, out_path: str) -> None:
         )
         tracer = provider.get_tracer("chaos-app")
         end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        while time.monotonic() < end and not stop.exists():
             with tracer.start_as_current_span(
                 "RunnableSequence",
                 attributes={"openinference.span.kind": "CHAIN", "input.value": "When?"},

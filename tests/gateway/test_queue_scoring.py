@@ -79,3 +79,41 @@ def test_open_traces_are_scored_once_after_a_crash_and_scored_ones_not_again(
     health = second.wait_health(lambda h: h["queue"]["records"] == 0)
     assert health["counts"]["late_spans"] == 2  # A's spans in the replayed request
     assert health["counts"]["scored_turns"] == 1
+
+
+def _log_trace_ids(downstream: RawDownstream) -> Counter[str]:
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+
+    out: Counter[str] = Counter()
+    for body in downstream.bodies("/v1/logs"):
+        message = logs_service_pb2.ExportLogsServiceRequest()
+        message.ParseFromString(body)
+        for resource in message.resource_logs:
+            for scope in resource.scope_logs:
+                out.update(record.trace_id.hex() for record in scope.log_records)
+    return out
+
+
+def test_a_clean_shutdown_scores_open_traces_and_forwards_their_results_from_the_queue(
+    downstream: RawDownstream, run_gateway: Callable[..., GatewayProcess], tmp_path: Path
+) -> None:
+    """With the queue the results go through it: a trace still open at SIGTERM is scored, its
+    carrier span and result log record are committed, forwarded before the exit, and the queue
+    is left empty (nothing for the next start to send)."""
+    queue = tmp_path / "queue"
+    trace = openinference_rag_trace(new_trace_id())
+    trace_id = trace[0]["traceId"]
+    gateway = run_gateway(
+        "--forward", downstream.endpoint, "--queue-dir", str(queue), "-e", "quoted_spans",
+        "--quiet-period", "60", "--max-wait", "60",
+    )  # fmt: skip
+    gateway.wait_health(lambda h: "submitted" in h.get("turns", {}))
+    assert _post_json(gateway.url, request(trace)) == 200
+    gateway.wait_health(lambda h: h.get("open_traces", 0) == 1)
+    assert _carriers(downstream)[trace_id] == 0
+    assert gateway.terminate(timeout_s=30) == 0
+    assert _carriers(downstream) == Counter({trace_id: 1})
+    assert _log_trace_ids(downstream)[trace_id] >= 1
+    with sqlite3.connect(queue / "queue.sqlite3") as db:
+        assert db.execute("SELECT COUNT(*) FROM requests").fetchone()[0] == 0
+        assert {row[0] for row in db.execute("SELECT trace_id FROM scored")} == {trace_id}

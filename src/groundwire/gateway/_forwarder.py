@@ -23,6 +23,7 @@ import time
 from collections import deque
 from typing import Final
 
+from groundwire.gateway._config import GatewayConfig
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._queue import DiskQueue
 from groundwire.gateway._signals import CONTENT_PROTOBUF
@@ -51,23 +52,20 @@ class Forwarder:
         self,
         transport: Transport,
         metrics: GatewayMetrics,
+        config: GatewayConfig,
         *,
-        max_bytes: int,
-        senders: int,
-        retry_initial_s: float,
-        retry_max_s: float,
-        retry_max_elapsed_s: float,
         store: DiskQueue | None = None,
     ) -> None:
-        """Bound the buffer at `max_bytes`; `senders` requests in flight at once; `store`: the
-        persistent queue holding each buffered request's copy on disk."""
+        """Bound the buffer at `config.buffer_max_bytes`, `config.senders` requests in flight
+        at once, retried as its `retry_*` options say; `store`: the persistent queue holding
+        each buffered request's copy on disk."""
         self._transport = transport
         self._metrics = metrics
-        self._max_bytes = max_bytes
-        self._senders = senders
-        self._initial = retry_initial_s
-        self._max_backoff = retry_max_s
-        self._max_elapsed = retry_max_elapsed_s
+        self._max_bytes = config.buffer_max_bytes
+        self._senders = config.senders
+        self._initial = config.retry_initial_s
+        self._max_backoff = config.retry_max_s
+        self._max_elapsed = config.retry_max_elapsed_s
         self._queue: deque[Batch] = deque()
         self._bytes = 0
         self._in_flight = 0
@@ -118,8 +116,9 @@ class Forwarder:
         return True
 
     def restore(self, batch: Batch) -> None:
-        """Queue a batch read back from the persistent queue at start (ahead of new requests;
-        not counted as received again, and not refused: it was accepted before)."""
+        """Queue a batch of the persistent queue: one read back at start (ahead of new requests),
+        or evaluation results just committed there. Not counted as received, and not refused:
+        it is on disk already."""
         self._queue.append(batch)
         self._bytes += batch.size
         if self._wake is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 
+from groundwire.gateway._config import GatewayConfig
 from groundwire.gateway._http import token_matches
 from groundwire.gateway._intake import Intake
 from groundwire.gateway._signals import CONTENT_PROTOBUF, SIGNALS, Signal
@@ -41,33 +42,30 @@ def _handler(intake: Intake, signal: Signal, token: str | None, header: str) -> 
     return grpc.unary_unary_rpc_method_handler(export)
 
 
-async def start_grpc_server(
-    intake: Intake,
-    address: str,
-    *,
-    max_request_bytes: int,
-    auth_token: str | None,
-    auth_header: str,
-    tls_cert_file: str | None,
-    tls_key_file: str | None,
-    tls_client_ca_file: str | None,
-) -> tuple[Any, int]:
-    """Start the server on `address` (`host:port`); returns it and the bound port."""
+async def start_grpc_server(intake: Intake, config: GatewayConfig) -> tuple[Any, int]:
+    """Start the server on `config.grpc_listen` (`host:port`) with the request bound, token and
+    TLS files of `config`; returns it and the bound port."""
+    address = config.grpc_listen
+    if address is None:
+        raise ValueError("grpc_listen is not set: there is no gRPC receiver to start")
     server = grpc.aio.server(
         options=[
-            ("grpc.max_receive_message_length", max_request_bytes),
+            ("grpc.max_receive_message_length", config.max_request_bytes),
             ("grpc.so_reuseport", 0),
         ]
     )
     services: dict[str, dict[str, Any]] = {}
     for signal in SIGNALS.values():
         service, method = signal.grpc_method.strip("/").split("/")
-        services.setdefault(service, {})[method] = _handler(intake, signal, auth_token, auth_header)
+        services.setdefault(service, {})[method] = _handler(
+            intake, signal, config.auth_token, config.auth_header
+        )
     for service, methods in services.items():
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, methods),))
-    if tls_cert_file and tls_key_file:
-        pair = (Path(tls_key_file).read_bytes(), Path(tls_cert_file).read_bytes())
-        root = Path(tls_client_ca_file).read_bytes() if tls_client_ca_file else None
+    if config.tls_cert_file and config.tls_key_file:
+        pair = (Path(config.tls_key_file).read_bytes(), Path(config.tls_cert_file).read_bytes())
+        ca_file = config.tls_client_ca_file
+        root = Path(ca_file).read_bytes() if ca_file else None
         credentials = grpc.ssl_server_credentials(
             [pair], root_certificates=root, require_client_auth=root is not None
         )

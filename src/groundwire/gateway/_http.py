@@ -20,6 +20,7 @@ from aiohttp import web
 from google.protobuf import json_format  # type: ignore[import-untyped]
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 
+from groundwire.gateway._config import GatewayConfig
 from groundwire.gateway._intake import Intake
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._signals import CONTENT_JSON, CONTENT_PROTOBUF, SIGNALS, Signal
@@ -89,20 +90,20 @@ class _Receiver:
         """Receive one export request and answer it."""
         content_type = request.content_type
         if content_type not in (CONTENT_PROTOBUF, CONTENT_JSON):
-            self.intake.metrics.refused(signal.name, "unsupported_media_type")
-            return _status(
+            return self._refuse(
+                signal,
+                "unsupported_media_type",
                 415,
-                _GRPC_INVALID_ARGUMENT,
                 f"unsupported Content-Type {content_type!r}; OTLP/HTTP takes "
                 f"{CONTENT_PROTOBUF} or {CONTENT_JSON}",
                 CONTENT_JSON,
             )
         encoding = request.headers.get("Content-Encoding", "").strip().lower()
         if encoding not in _ENCODINGS:
-            self.intake.metrics.refused(signal.name, "unsupported_media_type")
-            return _status(
+            return self._refuse(
+                signal,
+                "unsupported_media_type",
                 415,
-                _GRPC_INVALID_ARGUMENT,
                 f"unsupported Content-Encoding {encoding!r}; use gzip, deflate or none",
                 content_type,
             )
@@ -114,10 +115,10 @@ class _Receiver:
         except web.HTTPRequestEntityTooLarge:
             return self._too_large(signal, content_type)
         except Exception as error:  # a cut or corrupt compressed stream
-            self.intake.metrics.refused(signal.name, "malformed")
-            return _status(
+            return self._refuse(
+                signal,
+                "malformed",
                 400,
-                _GRPC_INVALID_ARGUMENT,
                 f"the request body could not be read ({type(error).__name__}): is it "
                 f"really {encoding or 'uncompressed'}?",
                 content_type,
@@ -141,14 +142,24 @@ class _Receiver:
 
     def _too_large(self, signal: Signal, content_type: str) -> web.Response:
         """413 for a body over the limit."""
-        self.intake.metrics.refused(signal.name, "too_large")
-        return _status(
+        return self._refuse(
+            signal,
+            "too_large",
             413,
-            _GRPC_RESOURCE_EXHAUSTED,
             f"request body over the gateway's limit of {self.max_bytes} bytes "
             "(max_request_bytes); send smaller batches",
             content_type,
         )
+
+    def _refuse(
+        self, signal: Signal, reason: str, code: int, message: str, content_type: str
+    ) -> web.Response:
+        """Count a request refused for `reason` and answer `code` (415, 400 or 413) with a
+        `google.rpc.Status` saying why (413: RESOURCE_EXHAUSTED, the others
+        INVALID_ARGUMENT, as the OTLP specification pairs them)."""
+        self.intake.metrics.refused(signal.name, reason)
+        grpc_code = _GRPC_RESOURCE_EXHAUSTED if code == 413 else _GRPC_INVALID_ARGUMENT
+        return _status(code, grpc_code, message, content_type)
 
     async def healthz(self, request: web.Request) -> web.StreamResponse:
         """Alive: always 200 while the process serves, with the counters."""
@@ -195,15 +206,15 @@ def _auth_middleware(token: str, header: str) -> Any:
 
 def build_app(
     intake: Intake,
+    config: GatewayConfig,
     *,
-    max_request_bytes: int,
     health: Callable[[], dict[str, Any]],
     ready: Callable[[], bool],
-    auth_token: str | None,
-    auth_header: str,
 ) -> web.Application:
-    """The aiohttp application of the receiver."""
-    middlewares = [_auth_middleware(auth_token, auth_header)] if auth_token else []
+    """The aiohttp application of the receiver (its request bound and token from `config`)."""
+    max_request_bytes = config.max_request_bytes
+    token = config.auth_token
+    middlewares = [_auth_middleware(token, config.auth_header)] if token else []
     app = web.Application(client_max_size=max_request_bytes, middlewares=middlewares)
     app[_METRICS] = intake.metrics
     receiver = _Receiver(intake, max_request_bytes=max_request_bytes, health=health, ready=ready)

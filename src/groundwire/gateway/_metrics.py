@@ -35,24 +35,14 @@ class GatewayMetrics:
         self._gauges: dict[str, Callable[[], float]] = {}
         self._lags: list[float] = []
         self._meter = None
+        self._counters: dict[str, Any] = {}
+        """The OTel counters by metric name (none with tallies only)."""
         if meter_provider is None:
             return
         meter = meter_provider.get_meter(scope, __version__)
         self._meter = meter
-        (
-            self._received,
-            self._forwarded,
-            self._retried,
-            self._dropped,
-            self._refused,
-            self._late,
-            self._evicted,
-            self._not_scored,
-            self._replayed,
-            self._corrupt,
-            self._scored_turns,
-        ) = (
-            meter.create_counter(name, unit=unit, description=description)
+        self._counters = {
+            name: meter.create_counter(name, unit=unit, description=description)
             for name, unit, description in (
                 (semconv.METRIC_GATEWAY_RECEIVED, "{item}", "Items accepted."),
                 (semconv.METRIC_GATEWAY_FORWARDED, "{item}", "Items delivered."),
@@ -82,7 +72,7 @@ class GatewayMetrics:
                 (semconv.METRIC_GATEWAY_CORRUPT, "{request}", "Damaged queue records skipped."),
                 (semconv.METRIC_GATEWAY_SCORED_TURNS, "{turn}", "Turns scored."),
             )
-        )
+        }
         self._lag = meter.create_histogram(
             semconv.METRIC_GATEWAY_SCORING_LAG,
             unit="s",
@@ -121,6 +111,16 @@ class GatewayMetrics:
         with self._lock:
             self.tallies[key] += amount
 
+    def _count(
+        self, key: str, amount: int, metric: str, attributes: dict[str, Any] | None = None
+    ) -> None:
+        """Tally `amount` under `key` and add it to the counter `metric` (when there are
+        instruments)."""
+        self._tally(key, amount)
+        counter = self._counters.get(metric)
+        if counter is not None:
+            counter.add(amount, attributes)
+
     def count(self, key: str) -> int:
         """An exact tally, e.g. `count("forwarded:traces")`."""
         with self._lock:
@@ -139,70 +139,64 @@ class GatewayMetrics:
 
     def received(self, signal: str, items: int) -> None:
         """Items accepted into the forward buffer."""
-        self._tally(f"received:{signal}", items)
-        if self._meter is not None:
-            self._received.add(items, self._attrs(signal))
+        self._count(
+            f"received:{signal}", items, semconv.METRIC_GATEWAY_RECEIVED, self._attrs(signal)
+        )
 
     def forwarded(self, signal: str, items: int) -> None:
         """Items acknowledged by downstream."""
-        self._tally(f"forwarded:{signal}", items)
-        if self._meter is not None:
-            self._forwarded.add(items, self._attrs(signal))
+        self._count(
+            f"forwarded:{signal}", items, semconv.METRIC_GATEWAY_FORWARDED, self._attrs(signal)
+        )
 
     def retried(self, signal: str, items: int) -> None:
         """Items about to be sent again."""
-        self._tally(f"retried:{signal}", items)
-        if self._meter is not None:
-            self._retried.add(items, self._attrs(signal))
+        self._count(f"retried:{signal}", items, semconv.METRIC_GATEWAY_RETRIED, self._attrs(signal))
 
     def dropped(self, signal: str, items: int, reason: str) -> None:
         """Accepted items given up (`expired`, `rejected_downstream`, `shutdown`)."""
         self._tally(f"dropped:{signal}:{reason}", items)
-        self._tally(f"dropped:{signal}", items)
-        if self._meter is not None:
-            self._dropped.add(items, self._attrs(signal, reason))
+        self._count(
+            f"dropped:{signal}", items, semconv.METRIC_GATEWAY_DROPPED, self._attrs(signal, reason)
+        )
 
     def refused(self, signal: str, reason: str) -> None:
         """A request answered with an error (`buffer_full`, `malformed`, `too_large`, ...)."""
-        self._tally(f"refused:{signal}:{reason}", 1)
-        if self._meter is not None:
-            self._refused.add(1, self._attrs(signal, reason))
+        self._count(
+            f"refused:{signal}:{reason}",
+            1,
+            semconv.METRIC_GATEWAY_REFUSED,
+            self._attrs(signal, reason),
+        )
 
     def late_spans(self, count: int) -> None:
         """Spans of an already-scored trace."""
-        self._tally("late_spans", count)
-        if self._meter is not None:
-            self._late.add(count)
+        self._count("late_spans", count, semconv.METRIC_GATEWAY_LATE_SPANS)
 
     def not_scored(self, spans: int, reason: str) -> None:
         """Spans forwarded but not scored (`scoring_queue_full`, `unreadable`, `shutdown`)."""
-        self._tally(f"not_scored:{reason}", spans)
-        if self._meter is not None:
-            self._not_scored.add(spans, {semconv.GATEWAY_REASON: reason})
+        self._count(
+            f"not_scored:{reason}",
+            spans,
+            semconv.METRIC_GATEWAY_NOT_SCORED,
+            {semconv.GATEWAY_REASON: reason},
+        )
 
     def evicted(self, traces: int) -> None:
         """Traces given up at the open-trace or memory bound."""
-        self._tally("evicted_traces", traces)
-        if self._meter is not None:
-            self._evicted.add(traces)
+        self._count("evicted_traces", traces, semconv.METRIC_GATEWAY_EVICTED_TRACES)
 
     def replayed(self, requests: int) -> None:
         """Requests read back from the persistent queue at start."""
-        self._tally("queue_replayed", requests)
-        if self._meter is not None:
-            self._replayed.add(requests)
+        self._count("queue_replayed", requests, semconv.METRIC_GATEWAY_REPLAYED)
 
     def corrupt(self, requests: int) -> None:
         """Damaged records found (and skipped) in the persistent queue."""
-        self._tally("queue_corrupt", requests)
-        if self._meter is not None:
-            self._corrupt.add(requests)
+        self._count("queue_corrupt", requests, semconv.METRIC_GATEWAY_CORRUPT)
 
     def scored_turns(self, turns: int) -> None:
         """Turns whose evaluation finished (from the scoring process's runner counts)."""
-        self._tally("scored_turns", turns)
-        if self._meter is not None:
-            self._scored_turns.add(turns)
+        self._count("scored_turns", turns, semconv.METRIC_GATEWAY_SCORED_TURNS)
 
     def scoring_lag(self, seconds: float) -> None:
         """One trace handed to the runner `seconds` after its first span arrived."""

@@ -12,9 +12,13 @@ never stops the replay.
 A row is one accepted request: it is committed before the client gets its 200 (`append`, with
 group commit: the requests arriving while one commit runs share the next), and it stays until
 nothing needs it any more: its forwarding is done (delivered, or given up for good) and, for a
-traces request being scored, its spans' traces are scored (`scored`). On start `replay` reads
-what is left, in the order it was accepted. Scored trace ids are kept for a while (`scored_since`)
-so that a restarted gateway does not score a trace twice.
+traces request being scored, its spans' traces are scored (`scored`). The evaluation results of
+scored traces are rows too, inserted by `scored` in the transaction that records their traces
+as scored (so a crash keeps both or neither) and forwarded like accepted requests. On start
+`replay` reads what is left, in the order it was stored. Scored trace ids are kept for a while
+(`scored_recently`) so that a restarted gateway does not score a trace twice.
+
+The schema and reading a row back are in `_queue_rows`; the room kept on disk in `_queue_room`.
 
 All database work happens on one thread of its own; the asyncio loop only awaits its results.
 """
@@ -23,18 +27,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
+from groundwire.gateway._queue_room import DiskRoom
+from groundwire.gateway._queue_rows import (
+    DB_NAME,
+    QueueWriteError,
+    StoredRequest,
+    connect,
+    read_row,
+)
 from groundwire.gateway._repair import salvage
+from groundwire.gateway._results import ResultRequest
+from groundwire.gateway._signals import CONTENT_PROTOBUF
 
 __all__ = ["DB_NAME", "DiskQueue", "QueueWriteError", "StoredRequest"]
 
@@ -42,47 +55,37 @@ logger = logging.getLogger("groundwire.gateway")
 
 _T = TypeVar("_T")
 
-_PAGE_BYTES: Final = 4096
-"""SQLite's default page size."""
-_WAL_KEEP_BYTES: Final = 4 << 20
-"""The write-ahead log is cut back to this size after a checkpoint (it is reused, not grown)."""
-
-DB_NAME: Final = "queue.sqlite3"
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS requests (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    signal TEXT NOT NULL,
-    content_type TEXT NOT NULL,
-    items INTEGER NOT NULL,
-    body BLOB NOT NULL,
-    crc INTEGER NOT NULL,
-    forward INTEGER NOT NULL,
-    score INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS finished ON requests (seq) WHERE forward = 0 AND score = 0;
-CREATE TABLE IF NOT EXISTS scored (trace_id TEXT PRIMARY KEY, at REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS scored_at ON scored (at);
-"""
-"""`finished` holds only the rows about to be deleted, so finding them never scans the queue."""
+_NewRow = tuple[str, str, int, bytes, int, int]
+"""(signal, content_type, items, body, crc, score) of a request to insert."""
 
 
-class QueueWriteError(OSError):
-    """The queue could not store a request (disk full, read-only, damaged): answer 503."""
+@dataclass
+class _Work:
+    """What one transaction writes: everything asked for since the last one."""
 
+    appends: list[tuple[_NewRow, Future[int]]] = field(default_factory=list)
+    done: list[int] = field(default_factory=list)
+    unscore: list[int] = field(default_factory=list)
+    scored: list[str] = field(default_factory=list)
+    results: list[tuple[list[ResultRequest], Future[list[int]]]] = field(default_factory=list)
+    """Evaluation results to store with their traces' scored mark, as requests to forward."""
 
-@dataclass(frozen=True, slots=True)
-class StoredRequest:
-    """One request read back from the queue."""
+    def records(self) -> bool:
+        """True when it records anything besides new requests (nothing of it may be refused)."""
+        return bool(self.done or self.unscore or self.scored or self.results)
 
-    seq: int
-    signal: str
-    content_type: str
-    items: int
-    body: bytes
-    forward: bool
-    """Not yet delivered downstream."""
-    score: bool
-    """Its traces not yet scored."""
+    def take_records(self) -> _Work:
+        """The records, leaving the new requests here."""
+        taken = _Work([], self.done, self.unscore, self.scored, self.results)
+        self.done, self.unscore, self.scored, self.results = [], [], [], []
+        return taken
+
+    def put_back(self, earlier: _Work) -> None:
+        """Put the records of a failed transaction back ahead of what came since."""
+        self.done[:0] = earlier.done
+        self.unscore[:0] = earlier.unscore
+        self.scored[:0] = earlier.scored
+        self.results[:0] = earlier.results
 
 
 class DiskQueue:
@@ -105,19 +108,14 @@ class DiskQueue:
         self.directory = directory
         self.fsync = fsync
         self.keep_scored_s = keep_scored_s
-        self.reserve_bytes = reserve_bytes
+        self.room = DiskRoom(directory, reserve_bytes)
         self._pruned = 0.0
-        self._warned = self._checkpointed = 0.0
-        self._unwarned = 0
         self.path = directory / DB_NAME
         self.corrupt = 0
         """Rows found damaged and skipped (since this process started)."""
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="gateway-queue")
         self._lock = threading.Lock()
-        self._pending: list[tuple[tuple[str, str, int, bytes, int, int], Future[int]]] = []
-        self._done: list[int] = []
-        self._unscore: list[int] = []
-        self._scored: list[str] = []
+        self._work = _Work()
         self._flushing = False
         self._bytes = 0
         self._records = 0
@@ -130,14 +128,7 @@ class DiskQueue:
         return self._executor.submit(function, *args).result()
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        # FULL: a commit is on disk before the client's 200; NORMAL (in WAL mode): it is in the
-        # operating system's cache, which outlives the process but not a power loss
-        db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'NORMAL'}")
-        db.execute(f"PRAGMA journal_size_limit={_WAL_KEEP_BYTES}")  # what a checkpoint leaves
-        db.executescript(_SCHEMA)
-        return db
+        return connect(self.path, fsync=self.fsync)
 
     def _open(self) -> sqlite3.Connection:
         """Connect, check the database (`quick_check`) and read the held totals."""
@@ -189,26 +180,11 @@ class DiskQueue:
         return self._db.execute("SELECT seq FROM requests ORDER BY seq").fetchall()
 
     def _read_rows(self, seqs: list[int]) -> list[StoredRequest | int]:
-        """The rows `seqs` (one query each, so a damaged page spoils only its own rows); the
-        sequence number alone for a row that does not read back whole."""
+        """The rows `seqs`; the sequence number alone for a row that does not read back whole."""
         out: list[StoredRequest | int] = []
         for seq in seqs:
-            try:
-                row = self._db.execute(
-                    "SELECT signal, content_type, items, body, crc, forward, score FROM requests "
-                    "WHERE seq = ?",
-                    (seq,),
-                ).fetchone()
-            except sqlite3.DatabaseError:
-                row = None
-            if row is None or zlib.crc32(row[3]) != row[4]:
-                out.append(seq)
-                continue
-            out.append(
-                StoredRequest(
-                    seq, row[0], row[1], row[2], bytes(row[3]), bool(row[5]), bool(row[6])
-                )
-            )
+            row = read_row(self._db, seq)
+            out.append(seq if row is None else StoredRequest.from_row(row))
         return out
 
     def _count_corrupt(self, seq: int) -> None:
@@ -242,22 +218,33 @@ class DiskQueue:
         future: Future[int] = Future()
         row = (signal, content_type, items, body, zlib.crc32(body), int(score))
         with self._lock:
-            self._pending.append((row, future))
+            self._work.appends.append((row, future))
             self._schedule()
         return await asyncio.wrap_future(future)
 
     def done(self, seqs: Iterable[int]) -> None:
         """Forwarding of these requests is over (delivered or given up for good)."""
         with self._lock:
-            self._done.extend(seqs)
+            self._work.done.extend(seqs)
             self._schedule()
 
-    def scored(self, seqs: Iterable[int], trace_ids: Iterable[str]) -> None:
-        """These requests' traces are scored; remember these trace ids as scored."""
+    def scored(
+        self,
+        seqs: Iterable[int],
+        trace_ids: Iterable[str],
+        results: Sequence[ResultRequest] = (),
+    ) -> Future[list[int]]:
+        """These requests' traces are scored: remember these trace ids as scored and store
+        their evaluation `results` as requests to forward, all in one transaction (a crash
+        keeps all of it or none). The future gives the results' sequence numbers once
+        committed; a failed commit is retried (never refused: the results are already made)."""
+        future: Future[list[int]] = Future()
         with self._lock:
-            self._unscore.extend(seqs)
-            self._scored.extend(trace_ids)
+            self._work.unscore.extend(seqs)
+            self._work.scored.extend(trace_ids)
+            self._work.results.append((list(results), future))
             self._schedule()
+        return future
 
     def _schedule(self) -> None:
         """Start a flush unless one is running (it picks up what is pending when it ends)."""
@@ -270,34 +257,33 @@ class DiskQueue:
         commit it stops, and tries what is left again a second later."""
         while True:
             with self._lock:
-                pending, self._pending = self._pending, []
-                done, self._done = self._done, []
-                unscore, self._unscore = self._unscore, []
-                scored, self._scored = self._scored, []
-                if not (pending or done or unscore or scored):
+                work, self._work = self._work, _Work()
+                if not (work.appends or work.records()):
                     self._flushing = False
                     return
-            if pending and self._low_on_disk():
-                self._refuse(
-                    pending,
+            if work.appends and self.room.low(self._db, self._bytes, self._records):
+                needed = self.room.needed(self._bytes, self._records)
+                self.room.refuse(
+                    (future for _, future in work.appends),
                     f"the disk of {self.directory} is nearly full (the queue keeps "
-                    f"{self._needed_bytes()} bytes free to record deliveries)",
+                    f"{needed} bytes free to record deliveries)",
                 )
-                pending = []
+                work.appends = []
             try:
-                self._write(pending, done, unscore, scored)
+                self._write(work)
             except sqlite3.Error as error:
-                self._refuse(pending, f"cannot write to {self.path}: {error}")
-                if pending and (done or unscore or scored):
+                self.room.refuse(
+                    (f for _, f in work.appends), f"cannot write to {self.path}: {error}"
+                )
+                records = work.take_records()
+                if work.appends and records.records():
                     try:  # without the new requests: recording deliveries frees space
-                        self._write([], done, unscore, scored)
+                        self._write(records)
                         continue
                     except sqlite3.Error:
                         pass
                 with self._lock:
-                    self._done[:0] = done
-                    self._unscore[:0] = unscore
-                    self._scored[:0] = scored
+                    self._work.put_back(records)
                     self._flushing = False
                 retry = threading.Timer(1.0, self._retry)
                 retry.daemon = True
@@ -305,74 +291,43 @@ class DiskQueue:
                 return
 
     def _retry(self) -> None:
-        """Try again what a failed commit left (deliveries and scores to record)."""
+        """Try again what a failed commit left (deliveries, scores and results to record)."""
         with self._lock:
-            if self._done or self._unscore or self._scored:
+            if self._work.records():
                 self._schedule()
 
-    def _needed_bytes(self) -> int:
-        """Room kept free: `reserve_bytes`, plus what recording the delivery of every held
-        request can take (its bytes and a page each: a delete rewrites the pages it touches)."""
-        return self.reserve_bytes + self._bytes + self._records * _PAGE_BYTES
+    def _insert(self, row: _NewRow, forward: int) -> int:
+        """Insert one request row; its sequence number."""
+        cursor = self._db.execute(
+            "INSERT INTO requests (signal, content_type, items, body, crc, forward, score) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (*row[:5], forward, row[5]),
+        )
+        return int(cursor.lastrowid or 0)
 
-    def _low_on_disk(self) -> bool:
-        """True when less than `_needed_bytes` can be written, even after moving the log into
-        the database (a checkpoint, at most once a second: the log is reused only after one)."""
-        if self._free_bytes() >= self._needed_bytes():
-            return False
-        now = time.monotonic()
-        if now - self._checkpointed < 1.0:
-            return True
-        self._checkpointed = now
-        try:
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.Error:
-            return True
-        return self._free_bytes() < self._needed_bytes()
-
-    def _free_bytes(self) -> int:
-        """Bytes the queue can still write: free on its disk (for this user) plus the pages its
-        database freed and reuses before it grows (the file does not shrink)."""
-        try:
-            stat = os.statvfs(self.directory)
-            pages = self._db.execute("PRAGMA freelist_count").fetchone()[0]
-            size = self._db.execute("PRAGMA page_size").fetchone()[0]
-        except (OSError, sqlite3.Error):
-            return self.reserve_bytes  # cannot tell: let SQLite say
-        return int(stat.f_bavail * stat.f_frsize + pages * size)
-
-    def _write(
-        self,
-        pending: list[tuple[tuple[str, str, int, bytes, int, int], Future[int]]],
-        done: list[int],
-        unscore: list[int],
-        scored: list[str],
-    ) -> None:
-        """One transaction: insert the new requests, mark the delivered and scored ones, record
-        scored trace ids, delete the rows nothing needs; then answer the waiting appends."""
+    def _write(self, work: _Work) -> None:
+        """One transaction: insert the new requests and the evaluation results, mark the
+        delivered and scored ones, record scored trace ids, delete the rows nothing needs;
+        then answer the waiting appends and results."""
         db = self._db
+        new = [row for row, _ in work.appends]
+        new.extend(
+            (r.signal, CONTENT_PROTOBUF, r.items, r.body, zlib.crc32(r.body), 0)
+            for results, _ in work.results
+            for r in results
+        )
         db.execute("BEGIN IMMEDIATE")
         try:
-            seqs = []
-            for row, _ in pending:
-                cursor = db.execute(
-                    "INSERT INTO requests (signal, content_type, items, body, crc, forward, "
-                    "score) VALUES (?, ?, ?, ?, ?, 1, ?)",
-                    row,
-                )
-                seqs.append(int(cursor.lastrowid or 0))
-            db.executemany("UPDATE requests SET forward = 0 WHERE seq = ?", [(s,) for s in done])
-            db.executemany("UPDATE requests SET score = 0 WHERE seq = ?", [(s,) for s in unscore])
-            now = time.time()
+            seqs = [self._insert(row, 1) for row in new]
             db.executemany(
-                "INSERT OR REPLACE INTO scored (trace_id, at) VALUES (?, ?)",
-                [(t, now) for t in scored],
+                "UPDATE requests SET forward = 0 WHERE seq = ?", [(s,) for s in work.done]
             )
-            if scored and now - self._pruned > 10.0:  # forget old scored ids as we go
-                self._pruned = now
-                db.execute("DELETE FROM scored WHERE at < ?", (now - self.keep_scored_s,))
+            db.executemany(
+                "UPDATE requests SET score = 0 WHERE seq = ?", [(s,) for s in work.unscore]
+            )
+            self._record_scored(work.scored)
             removed = 0, 0
-            if done or unscore:
+            if work.done or work.unscore:
                 removed = db.execute(
                     "SELECT COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM requests "
                     "WHERE forward = 0 AND score = 0"
@@ -383,28 +338,30 @@ class DiskQueue:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-        self._records += len(pending) - int(removed[0])
-        self._bytes += sum(len(row[3]) for row, _ in pending) - int(removed[1])
-        for (_, future), seq in zip(pending, seqs, strict=True):
-            future.set_result(seq)
+        self._records += len(new) - int(removed[0])
+        self._bytes += sum(len(row[3]) for row in new) - int(removed[1])
+        for (_, appended), seq in zip(work.appends, seqs, strict=False):
+            appended.set_result(seq)
+        result_seqs = iter(seqs[len(work.appends) :])
+        for results, committed in work.results:
+            committed.set_result([next(result_seqs) for _ in results])
 
-    def _refuse(
-        self, pending: list[tuple[tuple[str, str, int, bytes, int, int], Future[int]]], why: str
-    ) -> None:
-        """Refuse new requests (the receivers answer 503); logged at most every 10 seconds."""
-        for _, future in pending:
-            future.set_exception(QueueWriteError(f"the forward queue cannot take it: {why}"))
-        if not pending:
-            return
-        now = time.monotonic()
-        if now - self._warned < 10.0:
-            self._unwarned += len(pending)
-            return
-        more = (
-            f" ({self._unwarned} more refused since the last such line)" if self._unwarned else ""
+    def _record_scored(self, trace_ids: list[str]) -> None:
+        """Remember `trace_ids` as scored now; forget the old ones as we go (in the open
+        transaction)."""
+        now = time.time()
+        self._db.executemany(
+            "INSERT OR REPLACE INTO scored (trace_id, at) VALUES (?, ?)",
+            [(t, now) for t in trace_ids],
         )
-        logger.error("forward queue: refusing new requests (503): %s%s", why, more)
-        self._warned, self._unwarned = now, 0
+        if trace_ids and now - self._pruned > 10.0:
+            self._pruned = now
+            self._db.execute("DELETE FROM scored WHERE at < ?", (now - self.keep_scored_s,))
+
+    def sync(self) -> None:
+        """Wait until what was asked of the queue so far is committed (or has failed), and
+        its waiting callbacks have run."""
+        self._call(lambda: None)
 
     def close(self) -> None:
         """Write what is pending, checkpoint the log and close."""
@@ -414,7 +371,7 @@ class DiskQueue:
     def _close(self) -> None:
         """Write what is pending, truncate the write-ahead log, close the connection."""
         with self._lock:
-            left = bool(self._done or self._unscore or self._scored)
+            left = self._work.records()
         if left:
             self._flushing = True
             self._flush()

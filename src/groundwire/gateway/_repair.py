@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from groundwire.gateway._queue_rows import Row, read_row
 
 __all__ = ["salvage"]
 
@@ -54,7 +55,7 @@ def salvage(
     return db, (kept, size), unreadable
 
 
-def _readable_rows(path: Path) -> Iterator[tuple[int, str, str, int, bytes, int, int, int] | None]:
+def _readable_rows(path: Path) -> Iterator[Row | None]:
     """The rows of a damaged database that still read back whole (None for each that does not)."""
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -63,16 +64,5 @@ def _readable_rows(path: Path) -> Iterator[tuple[int, str, str, int, bytes, int,
         yield None
         return
     for seq in seqs:
-        try:
-            row = db.execute(
-                "SELECT seq, signal, content_type, items, body, crc, forward, score FROM requests "
-                "WHERE seq = ?",
-                (seq,),
-            ).fetchone()
-        except sqlite3.Error:
-            row = None
-        if row is None or zlib.crc32(row[4]) != row[5]:
-            yield None
-        else:
-            yield (row[0], row[1], row[2], row[3], bytes(row[4]), row[5], row[6], row[7])
+        yield read_row(db, seq)
     db.close()

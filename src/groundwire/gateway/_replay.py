@@ -14,16 +14,19 @@ is that line's content, also used by the final `stopped:` line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Sequence
 
 from groundwire.gateway._forwarder import Forwarder
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._queue import DiskQueue
+from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._signals import CONTENT_PROTOBUF, SIGNALS, MalformedRequestError, decode
 from groundwire.gateway._transport import Batch
 from groundwire.gateway._worker import ScoringProcess
 
-__all__ = ["replay", "summary_loop", "summary_text"]
+__all__ = ["forward_results", "replay", "summary_loop", "summary_text"]
 
 logger = logging.getLogger("groundwire.gateway")
 
@@ -79,6 +82,32 @@ def replay(
             corrupt,
         )
     return count
+
+
+def forward_results(
+    loop: asyncio.AbstractEventLoop | None,
+    forwarder: Forwarder,
+    results: Sequence[ResultRequest],
+    seqs: Sequence[int],
+) -> None:
+    """Hand evaluation results just committed to the queue (rows `seqs`) to the forwarder, on
+    `loop`'s thread: they are sent, retried and deleted once delivered like any accepted
+    request. When the loop is gone (a shutdown's end) they stay on disk for the next start."""
+    batches = []
+    for result, seq in zip(results, seqs, strict=True):
+        batch = Batch(SIGNALS[result.signal], result.body, CONTENT_PROTOBUF, result.items)
+        batch.seqs = (seq,)
+        batches.append(batch)
+
+    def restore() -> None:
+        for batch in batches:
+            forwarder.restore(batch)
+
+    if loop is None:
+        restore()
+        return
+    with contextlib.suppress(RuntimeError):  # the loop is closed
+        loop.call_soon_threadsafe(restore)
 
 
 def _by_signal(counts: dict[str, int], kind: str) -> dict[str, int]:

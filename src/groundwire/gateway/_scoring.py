@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 
 from groundwire.assembly import turns_from_spans
 from groundwire.gateway._metrics import GatewayMetrics
+from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._signals import CONTENT_PROTOBUF, SIGNALS, MalformedRequestError, decode
 from groundwire.offline.readers import spans_from_message
 from groundwire.runner import BackgroundRunner, RunnerStats
@@ -185,16 +186,23 @@ class ScoredReporter:
     """Reports scored traces once their results are exported, on a thread of its own.
 
     Waiting for the exporters (seconds while the downstream refuses and they retry) must not
-    stop scoring, nor hold back the reports of traces whose results went out: the longer a
-    result is exported but not recorded, the likelier a crash scores its turn twice.
+    stop scoring, nor hold back the reports of traces whose results went out: without a
+    persistent queue, the longer a result is exported but not recorded, the likelier a crash
+    scores its turn twice. With one, `results(trace_ids, everything)` takes the scored traces'
+    results (`ResultCapture.take`) and they travel with the report, to be committed with it.
     """
 
     def __init__(
-        self, flush: Callable[[], object], send: Callable[[list[int], list[str]], None]
+        self,
+        flush: Callable[[], object],
+        send: Callable[[list[int], list[str], list[ResultRequest]], None],
+        results: Callable[[list[str], bool], list[ResultRequest]] | None = None,
     ) -> None:
-        """`flush()` exports the results written so far; `send(requests, trace_ids)` reports."""
+        """`flush()` exports the results written so far; `send(requests, trace_ids, results)`
+        reports; `results`, when given, takes the results of the reported traces."""
         self._flush = flush
         self._send = send
+        self._results = results
         self._items: queue.SimpleQueue[tuple[list[int], list[str]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="gateway-scored", daemon=True)
         self._thread.start()
@@ -206,25 +214,32 @@ class ScoredReporter:
     def _run(self) -> None:
         while True:
             item = self._items.get()
-            if item is None:
-                return
-            done, ids = list(item[0]), list(item[1])
-            stop = False
-            while not self._items.empty():  # one flush for everything waiting
+            done: list[int] = []
+            ids: list[str] = []
+            stop = item is None
+            if item is not None:
+                done, ids = list(item[0]), list(item[1])
+            while not stop and not self._items.empty():  # one flush for everything waiting
                 more = self._items.get()
                 if more is None:
                     stop = True
                     break
                 done.extend(more[0])
                 ids.extend(more[1])
-            try:
-                if ids:
-                    self._flush()
-                self._send(done, ids)
-            except Exception:
-                logger.exception("reporting scored traces failed")
+            self._report(done, ids, last=stop)
             if stop:
                 return
+
+    def _report(self, done: list[int], ids: list[str], *, last: bool) -> None:
+        """Flush, then send one report (at the `last` one, with every result still held)."""
+        try:
+            if ids or (last and self._results is not None):
+                self._flush()
+            results = [] if self._results is None else self._results(ids, last)
+            if done or ids or results:
+                self._send(done, ids, results)
+        except Exception:
+            logger.exception("reporting scored traces failed")
 
     def close(self, timeout_s: float) -> None:
         """Report what is waiting (within `timeout_s`), then stop."""

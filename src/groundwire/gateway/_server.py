@@ -18,6 +18,7 @@ import socket
 import sqlite3
 import ssl
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ from groundwire.gateway._http import build_app
 from groundwire.gateway._intake import Intake
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._queue import DiskQueue
-from groundwire.gateway._replay import replay, summary_loop, summary_text
+from groundwire.gateway._replay import forward_results, replay, summary_loop, summary_text
+from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._telemetry import Providers, build_providers, grpc_target
 from groundwire.gateway._transport import GrpcTransport, HttpTransport, Transport
 from groundwire.gateway._worker import ScoringProcess, check_evaluators
@@ -137,16 +139,7 @@ class Gateway:
         self.queue = _open_queue(config)
         self.providers: Providers = build_providers(config)
         self.metrics = GatewayMetrics(self.providers.meter_provider)
-        self.forwarder = Forwarder(
-            _transport(config),
-            self.metrics,
-            max_bytes=config.buffer_max_bytes,
-            senders=config.senders,
-            retry_initial_s=config.retry_initial_s,
-            retry_max_s=config.retry_max_s,
-            retry_max_elapsed_s=config.retry_max_elapsed_s,
-            store=self.queue,
-        )
+        self.forwarder = Forwarder(_transport(config), self.metrics, config, store=self.queue)
         self.scorer: ScoringProcess | None = None
         if config.evaluation:
             check_evaluators(config)
@@ -157,7 +150,7 @@ class Gateway:
                 config,
                 self.metrics,
                 scored=scored,
-                on_scored=None if self.queue is None else self.queue.scored,
+                on_scored=None if self.queue is None else self._record_scored,
             )
         self.intake = Intake(self.forwarder, self.scorer, self.metrics, self.queue)
         self.metrics.watch(
@@ -178,6 +171,7 @@ class Gateway:
         self.http_port: int | None = None
         self.grpc_port: int | None = None
         self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._accepting = False
         self._started = time.monotonic()
 
@@ -223,6 +217,19 @@ class Gateway:
         if self._stop is not None:
             self._stop.set()
 
+    def _record_scored(
+        self, done: list[int], trace_ids: list[str], results: Sequence[ResultRequest] = ()
+    ) -> None:
+        """The scoring process's report (on its reader thread): commit the requests done for
+        scoring, the traces scored and their evaluation results in one transaction, then hand
+        the results to the forwarder like accepted requests (on the loop's thread)."""
+        assert self.queue is not None
+        committed = self.queue.scored(done, trace_ids, results)
+        if results:
+            committed.add_done_callback(
+                lambda future: forward_results(self._loop, self.forwarder, results, future.result())
+            )
+
     # --- lifecycle -------------------------------------------------------------------------------
 
     async def run(self) -> ShutdownReport:
@@ -231,21 +238,14 @@ class Gateway:
 
         config = self.config
         self._stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, self._stop.set)
         if self.queue is not None:
             replay(self.queue, self.forwarder, self.scorer, self.metrics)
         self.forwarder.start()
-        app = build_app(
-            self.intake,
-            max_request_bytes=config.max_request_bytes,
-            health=self.health,
-            ready=self.ready,
-            auth_token=config.auth_token,
-            auth_header=config.auth_header,
-        )
+        app = build_app(self.intake, config, health=self.health, ready=self.ready)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         host, port = parse_hostport(config.listen)
@@ -258,16 +258,7 @@ class Gateway:
         if config.grpc_listen is not None:
             from groundwire.gateway._grpc import start_grpc_server
 
-            grpc_server, self.grpc_port = await start_grpc_server(
-                self.intake,
-                config.grpc_listen,
-                max_request_bytes=config.max_request_bytes,
-                auth_token=config.auth_token,
-                auth_header=config.auth_header,
-                tls_cert_file=config.tls_cert_file,
-                tls_key_file=config.tls_key_file,
-                tls_client_ca_file=config.tls_client_ca_file,
-            )
+            grpc_server, self.grpc_port = await start_grpc_server(self.intake, config)
         # Everything built so far lives as long as the process: keep it out of the collector's
         # full passes, which otherwise stall the loop for a long time every few seconds.
         gc.collect()
@@ -307,8 +298,13 @@ class Gateway:
             scoring = asyncio.create_task(
                 asyncio.to_thread(scorer.shutdown, max(0.0, deadline - time.monotonic() - 0.5))
             )
-        left = await self.forwarder.drain(deadline)
         drained = True
+        if scoring is not None and self.queue is not None:
+            # the last results are committed to the queue, then forwarded with the rest
+            drained = await scoring
+            scoring = None
+            await asyncio.to_thread(self.queue.sync)
+        left = await self.forwarder.drain(deadline)
         if scoring is not None:
             drained = await scoring
         await asyncio.to_thread(self.providers.shutdown, max(0.5, deadline - time.monotonic()))

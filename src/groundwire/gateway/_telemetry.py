@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from groundwire import semconv
 from groundwire.exporters import OtlpProviders, OtlpTarget, build_otlp_providers, grpc_target
 from groundwire.gateway._config import GatewayConfig
+from groundwire.gateway._results import ResultCapture
 
 __all__ = ["Providers", "ServiceProviders", "build_providers", "forward_target", "grpc_target"]
 
@@ -114,10 +115,17 @@ def _prometheus_reader() -> MetricReader | None:
     return PrometheusMetricReader()
 
 
-def build_providers(config: GatewayConfig, *, prometheus: bool = True) -> Providers:
+def build_providers(
+    config: GatewayConfig, *, prometheus: bool = True, capture: ResultCapture | None = None
+) -> Providers:
     """Tracer, meter and logger providers exporting to the forward endpoint (+ Prometheus if
-    asked and installed)."""
+    asked and installed). With `capture` (a persistent queue) spans and log records go to its
+    exporters instead, to be committed to the queue with their traces' scored mark; metrics
+    still go to the forward endpoint."""
     pull = _prometheus_reader() if prometheus else None
+    exporters = None
+    if capture is not None:
+        exporters = {"traces": capture.span_exporter, "logs": capture.log_exporter}
     otlp = build_otlp_providers(
         forward_target(config),
         Resource.create({semconv.SERVICE_NAME: config.service_name}),
@@ -126,5 +134,6 @@ def build_providers(config: GatewayConfig, *, prometheus: bool = True) -> Provid
         batch_delay_millis=int(
             os.environ.get("OTEL_BSP_SCHEDULE_DELAY", "") or _SPAN_BATCH_DELAY_MS
         ),
+        exporters=exporters,
     )
     return Providers(otlp, pull is not None)

@@ -10,7 +10,9 @@ emitter exports the carrier spans, result events and evaluation metrics to the d
 the child's own providers. Every half second it sends its counts back, which `/healthz` and the
 gateway's gauges show. On shutdown it scores what it holds within the deadline and sends its
 final counts. With a persistent queue its reports also say which queued requests are done for
-scoring and which traces were scored (`Scorer.take_scored`); the parent records them on disk
+scoring and which traces were scored (`Scorer.take_scored`), and carry those traces' evaluation
+results as OTLP requests (`ResultCapture`: the child exports no spans or log records itself);
+the parent commits all of it in one transaction and forwards the results from the queue
 (`on_scored`), and a restarted gateway starts the child with the trace ids scored before.
 """
 
@@ -35,8 +37,8 @@ logger = logging.getLogger("groundwire.gateway")
 
 _STATS_EVERY_S: Final = 0.5
 _SCORED_EVERY_S: Final = 0.05
-"""How often finished traces are reported for the persistent queue's record: the shorter, the
-fewer results a SIGKILL leaves exported but unrecorded (scored again after the restart)."""
+"""How often finished traces are reported for the persistent queue's record (with their results:
+the shorter, the sooner the results go downstream, and the less a SIGKILL makes score again)."""
 _TICK_S: Final = 0.1
 """How often, at most, due traces are looked for while no request arrives."""
 _REMEMBER: Final = 100_000
@@ -166,6 +168,7 @@ def scoring_main(
     """The child process: decode, group, score, export, report counts; stop on `_STOP`."""
     import signal
 
+    from groundwire.gateway._results import ResultCapture
     from groundwire.gateway._scoring import ScoredReporter  # the child's imports, not the parent's
     from groundwire.gateway._telemetry import build_providers
 
@@ -174,18 +177,23 @@ def scoring_main(
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with contextlib.suppress(OSError):
         os.nice(_NICE)
-    providers = build_providers(config, prometheus=False)
+    # with a persistent queue the results are not exported from here: they travel with the
+    # report of their traces, to be committed with it (exactly once across a crash)
+    capture = ResultCapture() if config.queue_dir is not None else None
+    providers = build_providers(config, prometheus=False, capture=capture)
     metrics = GatewayMetrics(None)  # tallies only: the parent records them (one /metrics)
     scorer = _build_scorer(config, metrics, providers, scored)
     reporter = ScoredReporter(
-        scorer.flush_results, lambda done, ids: outbox.put({"scored": (done, ids)})
+        scorer.flush_results,
+        lambda done, ids, results: outbox.put({"scored": (done, ids, results)}),
+        None if capture is None else lambda ids, last: capture.take(ids, everything=last),
     )
     deadline_s = _serve(scorer, metrics, inbox, outbox, reporter)
     orphaned = deadline_s is None
     if orphaned and config.queue_dir is not None:
         # the persistent queue holds these traces and the next gateway scores them: scoring
-        # them here too would give them two results
-        # (and exporting the results not yet recorded as scored would double them too)
+        # them here too would give them two results (and the results not yet committed with
+        # their scored mark are scored again by the next gateway, not sent from here)
         logger.warning("the open traces are left to the next start (persistent queue)")
         logging.shutdown()
         os._exit(0)
@@ -209,11 +217,12 @@ class ScoringProcess:
         metrics: GatewayMetrics,
         *,
         scored: Iterable[str] = (),
-        on_scored: Callable[[list[int], list[str]], None] | None = None,
+        on_scored: Callable[..., None] | None = None,
     ) -> None:
         """Start the child (spawned: a clean interpreter, no inherited threads or sockets);
-        the traces in `scored` are not scored again; `on_scored(requests, trace_ids)` hears
-        of the queued requests done for scoring and the traces scored."""
+        the traces in `scored` are not scored again; `on_scored(requests, trace_ids[, results])`
+        hears of the queued requests done for scoring, the traces scored and (with a
+        persistent queue) their evaluation results as OTLP requests (`ResultRequest`)."""
         context = multiprocessing.get_context("spawn")
         self._metrics = metrics
         self._on_scored = on_scored
