@@ -26,6 +26,7 @@ from groundwire.assembly._reader import LIVE_ORIGIN, SpanReader
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._roots import TurnRoot
 from groundwire.assembly._tree import TraceTree
+from groundwire.assembly._trusted import trusted_turn
 
 __all__ = ["CONTEXT_SOURCE_KEY", "build_turn", "origin_rank"]
 
@@ -96,13 +97,14 @@ def build_turn(
     if not contexts:
         contexts = _instruction_contexts(spans, reader, notes)
     try:
-        return RagTurn(
-            query=query,
-            contexts=contexts,
-            answer=answer,
-            trace_id=root.trace_id,
-            span_id=root.span_id,
-            attributes=_attributes(root, spans, reader),
+        # Texts from the extractors, ids from a checked `SpanRecord`: built unvalidated.
+        return trusted_turn(
+            query,
+            tuple(contexts),
+            answer,
+            root.trace_id,
+            root.span_id,
+            _attributes(root, spans, reader),
         )
     except ValueError:
         logger.debug("span %s: turn does not validate; no turn", root.span_id, exc_info=True)

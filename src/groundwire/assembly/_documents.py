@@ -11,6 +11,7 @@ from groundwire import semconv
 from groundwire._types import Context
 from groundwire.assembly._extract import decode
 from groundwire.assembly._record import SpanRecord
+from groundwire.assembly._trusted import trusted_context
 
 __all__ = ["document", "document_list", "metadata", "score"]
 
@@ -38,12 +39,9 @@ def document(
     meta = metadata(fields.get("metadata"))
     if fields.get("metadata") is not None and meta is None:
         logger.debug("span %s: %s.metadata is not a JSON object; dropped", record.span_id, where)
-    return Context(
-        text=text,
-        id=str(doc_id) if doc_id is not None else None,
-        score=value,
-        rank=rank,
-        metadata=meta or {},
+    # Every field is checked above: built without pydantic's validation (`_trusted`).
+    return trusted_context(
+        text, str(doc_id) if doc_id is not None else None, value, rank, meta or {}
     )
 
 
