@@ -55,7 +55,10 @@ def turns_from_spans(
         records = with_event_content(records, logs)
     trees: dict[str, TraceTree] = {}
     for record in records:
-        trees.setdefault(record.trace_id, TraceTree()).add(record)
+        tree = trees.get(record.trace_id)
+        if tree is None:
+            tree = trees[record.trace_id] = TraceTree()
+        tree.add(record)
     # One reader per trace: it caches by span id, which is unique only within a trace.
     readers: dict[str, SpanReader] = {}
     turns: list[RagTurn] = []

@@ -104,7 +104,7 @@ def build_turn(
             answer,
             root.trace_id,
             root.span_id,
-            _attributes(root, spans, reader),
+            _attributes(root, spans, generations, reader),
         )
     except ValueError:
         logger.debug("span %s: turn does not validate; no turn", root.span_id, exc_info=True)
@@ -276,7 +276,7 @@ def _replay(steps: list[tuple[SpanRecord, list[Context]]], reader: SpanReader) -
 
 
 def _attributes(
-    root: SpanRecord, spans: list[SpanRecord], reader: SpanReader
+    root: SpanRecord, spans: list[SpanRecord], generations: list[SpanRecord], reader: SpanReader
 ) -> dict[str, AttributeValue]:
     """service.name, groundwire.framework and the answering model (docs/assembly.md)."""
     attributes: dict[str, AttributeValue] = {}
@@ -286,10 +286,6 @@ def _attributes(
     framework = _framework(root, spans)
     if framework is not None:
         attributes[semconv.GROUNDWIRE_FRAMEWORK] = framework
-    generations = sorted(
-        (span for span in spans if reader.kind(span) == KIND_GENERATION),
-        key=lambda span: span.start_time_ns,
-    )
     for span in reversed(generations):
         model = reader.model(span)
         if model is not None:

@@ -90,23 +90,31 @@ def turn_roots(tree: TraceTree, reader: SpanReader, top: str | None = None) -> l
     return found
 
 
+_LEAF: Final = _Summary()
+"""The summary of every span without children (nothing below it): shared, never changed."""
+
+
 def _resolve(tree: TraceTree, reader: SpanReader, top: str) -> tuple[list[TurnRoot], _Summary]:
-    """Bottom-up pass (iterative, so deep traces cannot exhaust the stack)."""
+    """Bottom-up pass (iterative, so deep traces cannot exhaust the stack): the spans in
+    reverse depth-first order, so each span's children are summarised before it."""
+    children, spans = tree.children, tree.spans
+    order: list[str] = []
+    stack = [top]
+    while stack:
+        span_id = stack.pop()
+        order.append(span_id)
+        stack.extend(children.get(span_id, ()))
     summaries: dict[str, _Summary] = {}
     answering: dict[str, bool] = {}
-    stack: list[tuple[str, bool]] = [(top, False)]
-    while stack:
-        span_id, expanded = stack.pop()
-        if not expanded:
-            stack.append((span_id, True))
-            stack.extend((child, False) for child in tree.children.get(span_id, ()))
+    for span_id in reversed(order):
+        below = children.get(span_id)
+        if not below:  # a leaf: nothing to fold, and no source below it to make it a candidate
+            summaries[span_id] = _LEAF
             continue
         summary = _Summary()
-        for child_id in tree.children.get(span_id, ()):
-            child_summary = summaries.pop(child_id, None)
-            if child_summary is not None:
-                _merge(reader, summary, tree.spans[child_id], child_summary)
-        record = tree.spans[span_id]
+        for child_id in below:
+            _merge(reader, summary, spans[child_id], summaries.pop(child_id))
+        record = spans[span_id]
         if reader.kind(record) == KIND_TOOL:
             _absorb_into_tool(summary)
         elif summary.sources and _is_candidate(reader, record):
@@ -118,7 +126,9 @@ def _resolve(tree: TraceTree, reader: SpanReader, top: str) -> tuple[list[TurnRo
                 _absorb(summary, span_id)
         summaries[span_id] = summary
     summary = summaries[top]
-    record = tree.spans[top]
+    if summary is _LEAF:
+        summary = _Summary()  # handed out: the caller may fold it into a stand-in parent's
+    record = spans[top]
     if (
         summary.roots != [top]
         and record.end_time_ns is not None  # an open span may still answer: not finished yet
@@ -163,16 +173,8 @@ def _missing_parent(
 
 def _merge(reader: SpanReader, into: _Summary, child: SpanRecord, below: _Summary) -> None:
     """Fold a child (itself and its subtree's summary) into its parent's summary."""
-    into.sources += below.sources
-    into.first_source_end = _min(into.first_source_end, below.first_source_end)
-    into.last_generation_start = _max(into.last_generation_start, below.last_generation_start)
-    into.free_sources += below.free_sources
-    into.free_first_source_end = _min(into.free_first_source_end, below.free_first_source_end)
-    into.free_last_generation_start = _max(
-        into.free_last_generation_start, below.free_last_generation_start
-    )
-    into.roots.extend(below.roots)
-    into.tool_roots.extend(below.tool_roots)
+    if below is not _LEAF:
+        _fold(into, below)
     if reader.is_context_source(child):
         end = child.end_time_ns if child.end_time_ns is not None else child.start_time_ns
         into.sources += 1
@@ -183,6 +185,20 @@ def _merge(reader: SpanReader, into: _Summary, child: SpanRecord, below: _Summar
     elif reader.kind(child) == KIND_GENERATION:
         into.last_generation_start = _max(into.last_generation_start, child.start_time_ns)
         into.free_last_generation_start = _max(into.free_last_generation_start, child.start_time_ns)
+
+
+def _fold(into: _Summary, below: _Summary) -> None:
+    """Add what a child's subtree saw to its parent's summary."""
+    into.sources += below.sources
+    into.first_source_end = _min(into.first_source_end, below.first_source_end)
+    into.last_generation_start = _max(into.last_generation_start, below.last_generation_start)
+    into.free_sources += below.free_sources
+    into.free_first_source_end = _min(into.free_first_source_end, below.free_first_source_end)
+    into.free_last_generation_start = _max(
+        into.free_last_generation_start, below.free_last_generation_start
+    )
+    into.roots.extend(below.roots)
+    into.tool_roots.extend(below.tool_roots)
 
 
 def _absorb_into_tool(summary: _Summary) -> None:
