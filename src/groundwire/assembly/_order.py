@@ -42,6 +42,8 @@ def in_call_order(
     generations: list[SpanRecord],
 ) -> list[Step]:
     """`steps` (in start order) with the tool calls each model call asked for in its order."""
+    if len(steps) < 2:
+        return steps
     tools = [_tool_of(step, tree, root_id, reader) for step, _ in steps]
     if sum(tool is not None for tool in tools) < 2:
         return steps

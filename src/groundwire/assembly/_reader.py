@@ -109,6 +109,18 @@ class SpanReader:
             kind = self._kinds[record.span_id] = span_kind(record)
         return kind
 
+    def of_kind(self, records: Iterable[SpanRecord], kind: str) -> list[SpanRecord]:
+        """The records whose `kind` is `kind`, in their order (one loop, the cache read inline)."""
+        kinds = self._kinds
+        found: list[SpanRecord] = []
+        for record in records:
+            known = kinds.get(record.span_id)
+            if known is None:
+                known = kinds[record.span_id] = span_kind(record)
+            if known == kind:
+                found.append(record)
+        return found
+
     def is_context_source(self, record: SpanRecord) -> bool:
         """True for a span that gives the model contexts: a retriever, a tool call, or a plain
         step whose output holds documents (a graph node that searched a store itself)."""
@@ -317,15 +329,17 @@ def _first_text(
             logger.debug("span %s: %s is a %s, not text; skipped", record.span_id, where, type(raw))
             continue
         text: str | None = extract(decode(raw, mime))
-        if text is not None and _STREAM_PLACEHOLDER.fullmatch(text.strip()):
+        if text is None:
+            logger.debug("span %s: no text found in %s", record.span_id, where)
+            continue
+        stripped = text.strip()
+        if _STREAM_PLACEHOLDER.fullmatch(stripped):
             logger.debug("span %s: %s is a stream placeholder", record.span_id, where)
             continue
-        if text is not None and _OPAQUE.fullmatch(text.strip()):
+        if _OPAQUE.fullmatch(stripped):
             logger.debug("span %s: %s is an object's repr, not text", record.span_id, where)
             continue
-        if text is not None:
-            return text, where
-        logger.debug("span %s: no text found in %s", record.span_id, where)
+        return text, where
     return None, None
 
 

@@ -39,6 +39,8 @@ _MESSAGE_FIELD: Final = re.compile(
 )
 
 logger = logging.getLogger("groundwire.assembly")
+_DOCUMENT: Final = "document."
+_DOCUMENT_CUT: Final = len(_DOCUMENT)
 
 _KINDS: Final = {
     semconv.SPAN_KIND_RETRIEVER: KIND_RETRIEVER,
@@ -119,15 +121,16 @@ class OpenInference(Dialect):
 def flattened_documents(record: SpanRecord, prefix: str) -> list[Context] | None:
     """OpenInference's `{prefix}.{i}.document.{field}` attributes, regrouped by `i`."""
     start = prefix + "."
+    cut = len(start)
     fields: dict[int, dict[str, Any]] = {}
     for key, value in record.attributes.items():
         if not key.startswith(start):
             continue
-        index_text, _, name = key[len(start) :].partition(".")
-        if not index_text.isdigit() or not name.startswith("document."):
+        index_text, _, name = key[cut:].partition(".")
+        if not index_text.isdigit() or not name.startswith(_DOCUMENT):
             logger.debug("span %s: malformed document attribute %r skipped", record.span_id, key)
             continue
-        fields.setdefault(int(index_text), {})[name[len("document.") :]] = value
+        fields.setdefault(int(index_text), {})[name[_DOCUMENT_CUT:]] = value
     if not fields:
         return None
     documents: list[Context] = []
