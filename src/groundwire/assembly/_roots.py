@@ -20,9 +20,9 @@ call below it starts after one of its sources ended. Bottom-up:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
-from groundwire.assembly._kinds import KIND_GENERATION, KIND_OTHER, KIND_TOOL
+from groundwire.assembly._kinds import KIND_GENERATION, KIND_OTHER, KIND_RETRIEVER, KIND_TOOL
 from groundwire.assembly._reader import SpanReader
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
@@ -31,12 +31,14 @@ __all__ = ["MISSING_PARENT_NAME", "TurnRoot", "turn_roots"]
 
 MISSING_PARENT_NAME: Final = "(missing parent span)"
 """The name of the stand-in for a parent span that never arrived."""
+_SOURCE_KINDS: Final = frozenset({KIND_RETRIEVER, KIND_TOOL})
+"""Kinds that are always context sources (a plain step is one when it returned documents)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TurnRoot:
+class TurnRoot(NamedTuple):
     """A turn's root span, the roots of other turns inside its subtree, and whether the root is
-    a stand-in for a parent span that never arrived."""
+    a stand-in for a parent span that never arrived. (A named tuple: one is made per turn, and
+    a frozen dataclass costs several times as much to build.)"""
 
     record: SpanRecord
     skip: frozenset[str] = frozenset()
@@ -175,14 +177,15 @@ def _merge(reader: SpanReader, into: _Summary, child: SpanRecord, below: _Summar
     """Fold a child (itself and its subtree's summary) into its parent's summary."""
     if below is not _LEAF:
         _fold(into, below)
-    if reader.is_context_source(child):
+    kind = reader.kind(child)
+    if kind in _SOURCE_KINDS or (kind == KIND_OTHER and reader.is_context_source(child)):
         end = child.end_time_ns if child.end_time_ns is not None else child.start_time_ns
         into.sources += 1
         into.first_source_end = _min(into.first_source_end, end)
         if child.span_id not in below.roots:
             into.free_sources += 1
             into.free_first_source_end = _min(into.free_first_source_end, end)
-    elif reader.kind(child) == KIND_GENERATION:
+    elif kind == KIND_GENERATION:
         into.last_generation_start = _max(into.last_generation_start, child.start_time_ns)
         into.free_last_generation_start = _max(into.free_last_generation_start, child.start_time_ns)
 
