@@ -50,7 +50,7 @@ def turns_from_spans(
     `live_content` when given (and removed from it); message content a span lacks is taken from
     its correlated log-based events in `logs`. Never raises on malformed attributes.
     """
-    records: Iterable[SpanRecord] = (record_of(span) for span in spans)
+    records: Iterable[SpanRecord] = map(record_of, spans)
     if logs:
         records = with_event_content(records, logs)
     trees: dict[str, TraceTree] = {}
@@ -65,7 +65,8 @@ def turns_from_spans(
     for trace_id, tree in trees.items():
         reader = readers[trace_id] = SpanReader(live_content)
         turns.extend(assemble_tree(tree, reader))
-        reader.release(iter(tree.spans.values()))
+        if live_content is not None:
+            reader.release(iter(tree.spans.values()))
     if len(trees) < 2 or len(turns) < 2:
         return turns
     entries = []

@@ -135,7 +135,7 @@ class SpanReader:
         if live is not None and live.input is not None:
             return True
         attributes = record.attributes
-        return any(key in attributes for key in INPUT_KEYS)
+        return not attributes.keys().isdisjoint(INPUT_KEYS)
 
     def query(self, record: SpanRecord) -> str | None:
         """The question in the span's input (docs/assembly.md, "Query"), or None."""
