@@ -149,6 +149,48 @@ def test_malformed_flattened_document_keys_are_logged(caplog: pytest.LogCaptureF
     )
 
 
+def test_document_keys_read_the_same_every_time(caplog: pytest.LogCaptureFixture) -> None:
+    """A document key taken apart once (remembered) reads the same on later spans: the good
+    ones regrouped by index, a malformed one skipped and logged again each time."""
+    attributes = {
+        "retrieval.documents.1.document.content": "second",
+        "retrieval.documents.0.document.content": "first",
+        "retrieval.documents.0.document.id": "d0",
+        "retrieval.documents.x.document.content": "bad",
+    }
+    records = rag_trace(
+        root=oi("CHAIN", **{"input.value": "q", "output.value": "a"}),
+        retriever=oi("RETRIEVER", **attributes),
+        model=oi("LLM"),
+    )
+    key = "retrieval.documents.x.document.content"
+    malformed = f"span {sid(2)}: malformed document attribute '{key}' skipped"
+    for _ in range(3):
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+            (turn,) = turns_from_spans(records)
+        assert turn.context_texts == ["first", "second"]
+        assert [context.id for context in turn.contexts] == ["d0", None]
+        assert malformed in _debug(caplog)
+
+
+def test_remembered_document_keys_are_bounded() -> None:
+    """However many distinct document keys come, at most a bounded number are remembered."""
+    from groundwire.assembly._dialects import _openinference
+
+    many = {f"retrieval.documents.{i}.document.content": f"d{i}" for i in range(5_000)}
+    records = rag_trace(
+        root=oi("CHAIN", **{"input.value": "q", "output.value": "a"}),
+        retriever=oi("RETRIEVER", **many),
+        model=oi("LLM"),
+    )
+    (turn,) = turns_from_spans(records)
+    assert len(turn.contexts) == 5_000
+    assert turn.contexts[4_999].text == "d4999"
+    known = _openinference._DOCUMENT_KEYS["retrieval.documents."]
+    assert len(known) <= _openinference._KNOWN_KEYS
+
+
 def test_broken_metadata_json_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     """Metadata declared JSON that does not parse is logged, then dropped."""
     with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):

@@ -41,8 +41,9 @@ __all__ = ["ReleasedTrace", "TraceWindow"]
 
 @dataclass(eq=False, slots=True)
 class _Held:
-    """One trace being held: its spans by id, its clock readings, whether its root came."""
+    """One trace being held: its id and spans by id, its clock readings, whether its root came."""
 
+    trace_id: str
     first_seen: float
     last_seen: float
     received: float
@@ -125,25 +126,27 @@ class TraceWindow:
         they arrived, if earlier (kept as the trace's `first_seen`; default `now`)."""
         all_held, rooted, released = self._held, self._rooted, self._released
         first = now if received is None else received
+        held: _Held | None = None
         for span in spans:
             trace_id = span.trace_id
-            held = all_held.get(trace_id)
-            if held is None:
-                if trace_id in released:
-                    self.late_spans += 1
-                    continue
-                held = all_held[trace_id] = _Held(now, now, first)
+            if held is None or trace_id != held.trace_id:  # a trace's spans mostly come together
+                held = all_held.get(trace_id)
+                if held is None:
+                    if trace_id in released:
+                        self.late_spans += 1
+                        continue
+                    held = all_held[trace_id] = _Held(trace_id, now, now, first)
+                held.last_seen = now
+                if held.rooted:
+                    rooted.move_to_end(trace_id)
             span_id = span.span_id
             if span_id in held.spans:
                 self.duplicate_spans += 1
             else:
                 self._spans += 1
             held.spans[span_id] = span
-            held.last_seen = now
-            if held.rooted:
-                rooted.move_to_end(trace_id)
-            elif span.is_local_root:
-                held.rooted = True
+            if not held.rooted and (span.parent_span_id is None or span.parent_is_remote):
+                held.rooted = True  # its local root: `SpanRecord.is_local_root`, spelled out
                 rooted[trace_id] = None
         self.peak_spans = max(self.peak_spans, self._spans)
 

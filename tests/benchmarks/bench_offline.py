@@ -15,7 +15,9 @@ deleted at the end.
    the peer `groundwire.evaluate_many` on the same turns already in memory; and the speed-up
    with a CPU-heavy evaluator (`quote_verification` with its default embedder) on a few turns.
 
-Run: `python -m tests.benchmarks offline`. Writes results/offline.{md,json}.
+Run: `python -m tests.benchmarks offline`. Writes results/offline.{md,json}. `python -m
+tests.benchmarks.bench_offline compare REV` adds the read stages of revision REV against this
+tree, measured alike (`_read_compare`).
 """
 
 from __future__ import annotations
@@ -108,15 +110,15 @@ def _template(folder: Path) -> list[str]:
     return lines
 
 
-def _generate(path: Path) -> dict[str, Any]:
-    """Replicate the template with fresh trace ids until the file reaches TARGET_BYTES."""
+def _generate(path: Path, target: int = TARGET_BYTES) -> dict[str, Any]:
+    """Replicate the template with fresh trace ids until the file reaches `target` bytes."""
     started = time.perf_counter()
     lines = _template(path.parent)
     block = "\n".join(lines) + "\n"
     originals = sorted(set(_TRACE_ID.findall(block)))
     copies = 0
     with path.open("w", encoding="utf-8") as file:
-        while file.tell() < TARGET_BYTES:
+        while file.tell() < target:
             prefix = f"{copies:012x}"
             text = block
             for old in originals:
@@ -479,6 +481,16 @@ def rotated() -> None:
     (RESULTS / "offline.md").write_text(_markdown(data), encoding="utf-8")
 
 
+def compare(revision: str) -> None:
+    """The read path's stages at `revision` against this tree (`_read_compare`), merged into
+    results/offline.{md,json}."""
+    from tests.benchmarks._read_compare import compare as measure_both
+
+    measure_both(revision, RESULTS / "offline.json", _generate, TARGET_BYTES)
+    data = json.loads((RESULTS / "offline.json").read_text(encoding="utf-8"))
+    (RESULTS / "offline.md").write_text(_markdown(data), encoding="utf-8")
+
+
 def main() -> None:
     """Run every part and write results/offline.{md,json}."""
     load_at_start = os.getloadavg()[0]
@@ -520,9 +532,10 @@ def main() -> None:
     }
     previous = RESULTS / "offline.json"
     if previous.exists():
-        kept = json.loads(previous.read_text(encoding="utf-8")).get("rotated")
-        if kept is not None:
-            data["rotated"] = kept
+        earlier = json.loads(previous.read_text(encoding="utf-8"))
+        for section in ("read_stages_compared", "rotated"):  # written by their own commands
+            if earlier.get(section) is not None:
+                data[section] = earlier[section]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "offline.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (RESULTS / "offline.md").write_text(_markdown(data), encoding="utf-8")
@@ -570,7 +583,38 @@ CPU per span of each stage (the peer's slice, {st["spans"]:,} spans, median of 3
 each stage is the difference between two runs): parsing the records into spans
 {part("parse_us_per_span")}, the duplicate-id memory and window reassembly
 {part("window_us_per_span")}, assembling turns {part("assembly_us_per_span")}; {full:.1f} µs in
-all."""
+all.""" + _compared_words(data.get("read_stages_compared"))
+
+
+def _compared_words(c: dict[str, Any] | None) -> str:
+    """The stages before and after the last change to the read path, from one run (`compare`)."""
+    if c is None:
+        return ""
+    b, a = c["before"], c["after"]
+
+    def row(label: str, key: str) -> str:
+        return f"| {label} | {b[key]:.1f} | {a[key]:.1f} | {a[key] / b[key]:.2f} |"
+
+    ratios = " / ".join(f"{r:.2f}" for r in a["ratio_to_peer_runs"])
+    return f"""
+
+Before and after the last change to the read path, measured alike in one run (`python -m
+tests.benchmarks.bench_offline compare {c["before_revision"]}`: fresh processes alternating
+{c["rounds"]} times between `src/` of {c["before_revision"]} and this tree, the same
+{c["spans"]:,} spans; medians; 1-minute load average {c["load_average_1m_at_start"]:.1f} at the
+start, {c["load_average_1m_at_end"]:.1f} at the end):
+
+| CPU µs per span | before ({c["before_revision"]}) | after | after / before |
+|---|---:|---:|---:|
+{row("parsing", "parse_us_per_span")}
+{row("window reassembly", "window_us_per_span")}
+{row("assembling turns", "assembly_us_per_span")}
+{row("the whole read path", "full_us_per_span")}
+{row("peer: protobuf JSON parse", "peer_us_per_span")}
+
+The whole read path against the peer: {b["peer_us_per_span"] / b["full_us_per_span"]:.2f}x
+before, {a["peer_us_per_span"] / a["full_us_per_span"]:.2f}x after (medians; each round's ratio
+after: {ratios})."""
 
 
 def _load_words(load: float) -> str:
@@ -739,4 +783,9 @@ counts them.
 if __name__ == "__main__":
     import sys
 
-    rotated() if sys.argv[1:] == ["rotated"] else main()
+    if sys.argv[1:] == ["rotated"]:
+        rotated()
+    elif sys.argv[1:2] == ["compare"] and len(sys.argv) == 3:
+        compare(sys.argv[2])
+    else:
+        main()

@@ -50,19 +50,23 @@ def turns_from_spans(
     `live_content` when given (and removed from it); message content a span lacks is taken from
     its correlated log-based events in `logs`. Never raises on malformed attributes.
     """
-    records: Iterable[SpanRecord] = (record_of(span) for span in spans)
+    records: Iterable[SpanRecord] = map(record_of, spans)
     if logs:
         records = with_event_content(records, logs)
     trees: dict[str, TraceTree] = {}
     for record in records:
-        trees.setdefault(record.trace_id, TraceTree()).add(record)
+        tree = trees.get(record.trace_id)
+        if tree is None:
+            tree = trees[record.trace_id] = TraceTree()
+        tree.add(record)
     # One reader per trace: it caches by span id, which is unique only within a trace.
     readers: dict[str, SpanReader] = {}
     turns: list[RagTurn] = []
     for trace_id, tree in trees.items():
         reader = readers[trace_id] = SpanReader(live_content)
         turns.extend(assemble_tree(tree, reader))
-        reader.release(iter(tree.spans.values()))
+        if live_content is not None:
+            reader.release(iter(tree.spans.values()))
     if len(trees) < 2 or len(turns) < 2:
         return turns
     entries = []

@@ -26,6 +26,7 @@ from groundwire.assembly._reader import LIVE_ORIGIN, SpanReader
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._roots import TurnRoot
 from groundwire.assembly._tree import TraceTree
+from groundwire.assembly._trusted import trusted_turn
 
 __all__ = ["CONTEXT_SOURCE_KEY", "build_turn", "origin_rank"]
 
@@ -66,7 +67,7 @@ def build_turn(
         notes["missing_parent"] = True
     spans = list(tree.subtree(root.span_id, turn_root.skip))
     generations = sorted(
-        (span for span in spans if reader.kind(span) == KIND_GENERATION),
+        reader.of_kind(spans, KIND_GENERATION),
         key=lambda span: span.start_time_ns,
     )
     answer = reader.answer(root)
@@ -89,20 +90,22 @@ def build_turn(
     query, query_span, query_origin = found
     notes["query"] = (query_span.span_id, query_origin)
     contexts = _replay(steps, reader)
-    notes["contexts"] = [
-        (step.span_id, reader.origin(step, "documents"), len(documents))
-        for step, documents in steps
-    ]
+    if explain is not None:
+        notes["contexts"] = [
+            (step.span_id, reader.origin(step, "documents"), len(documents))
+            for step, documents in steps
+        ]
     if not contexts:
         contexts = _instruction_contexts(spans, reader, notes)
     try:
-        return RagTurn(
-            query=query,
-            contexts=contexts,
-            answer=answer,
-            trace_id=root.trace_id,
-            span_id=root.span_id,
-            attributes=_attributes(root, spans, reader),
+        # Texts from the extractors, ids from a checked `SpanRecord`: built unvalidated.
+        return trusted_turn(
+            query,
+            tuple(contexts),
+            answer,
+            root.trace_id,
+            root.span_id,
+            _attributes(root, spans, generations, reader),
         )
     except ValueError:
         logger.debug("span %s: turn does not validate; no turn", root.span_id, exc_info=True)
@@ -131,7 +134,7 @@ def _query(
         (span.start_time_ns for span in spans if reader.is_context_source(span)), default=None
     )
     early = [s for s in generations if first_source is None or s.start_time_ns < first_source]
-    retrievers = [span for span in spans if reader.kind(span) == KIND_RETRIEVER]
+    retrievers = reader.of_kind(spans, KIND_RETRIEVER)
     for span in early:
         message = reader.user_message(span)
         if message is not None:
@@ -177,6 +180,8 @@ def _document_steps(
         stack.extend(
             (child, nested) for child in tree.children.get(span_id, ()) if child not in skip
         )
+    if len(steps) < 2:  # one retrieval, the usual turn: nothing to order or to choose from
+        return steps
     steps = _innermost(tree, steps, root_id, reader)
     steps.sort(key=lambda step: (step[0].start_time_ns, step[0].end_time_ns or 0))
     ranks = {origin_rank(reader.origin(step, "documents")) for step, _ in steps}
@@ -224,15 +229,15 @@ def _instruction_contexts(
     Used only when the turn has a retrieval but no span recorded document text (the GenAI
     conventions record `{id, score}` only); each context's metadata names its source.
     """
-    retrievals = [span for span in spans if reader.kind(span) == KIND_RETRIEVER]
+    retrievals = reader.of_kind(spans, KIND_RETRIEVER)
     if not retrievals:
         return []
     first_end = min(span.end_time_ns or span.start_time_ns for span in retrievals)
     calls = sorted(
         (
             span
-            for span in spans
-            if reader.kind(span) == KIND_GENERATION and span.start_time_ns >= first_end
+            for span in reader.of_kind(spans, KIND_GENERATION)
+            if span.start_time_ns >= first_end
         ),
         key=lambda span: span.start_time_ns,
     )
@@ -274,7 +279,7 @@ def _replay(steps: list[tuple[SpanRecord, list[Context]]], reader: SpanReader) -
 
 
 def _attributes(
-    root: SpanRecord, spans: list[SpanRecord], reader: SpanReader
+    root: SpanRecord, spans: list[SpanRecord], generations: list[SpanRecord], reader: SpanReader
 ) -> dict[str, AttributeValue]:
     """service.name, groundwire.framework and the answering model (docs/assembly.md)."""
     attributes: dict[str, AttributeValue] = {}
@@ -284,10 +289,6 @@ def _attributes(
     framework = _framework(root, spans)
     if framework is not None:
         attributes[semconv.GROUNDWIRE_FRAMEWORK] = framework
-    generations = sorted(
-        (span for span in spans if reader.kind(span) == KIND_GENERATION),
-        key=lambda span: span.start_time_ns,
-    )
     for span in reversed(generations):
         model = reader.model(span)
         if model is not None:

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from groundwire._types import Context
 from groundwire.assembly._documents import metadata
-from groundwire.assembly._extract import answer_text
+from groundwire.assembly._extract import answer_text, nested_values
 
 __all__ = ["DOCUMENT_MARKER", "state_documents", "tool_documents"]
 
@@ -103,11 +103,8 @@ def _documents(value: Any, depth: int) -> Iterator[Context]:
         if built is not None:
             yield built
             return
-        for item in value.values():
-            yield from _documents(item, depth + 1)
-    elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        for item in value:
-            yield from _documents(item, depth + 1)
+    for item in nested_values(value):
+        yield from _documents(item, depth + 1)
 
 
 def _document(value: Mapping[Any, Any]) -> Context | None:

@@ -11,6 +11,7 @@ from groundwire import semconv
 from groundwire._types import Context
 from groundwire.assembly._extract import decode
 from groundwire.assembly._record import SpanRecord
+from groundwire.assembly._trusted import trusted_context
 
 __all__ = ["document", "document_list", "metadata", "score"]
 
@@ -29,22 +30,22 @@ def document(
         logger.debug("span %s: %s has no text content; document skipped", record.span_id, where)
         return None
     doc_id = fields.get("id")
-    if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, str | int)):
-        logger.debug("span %s: %s.id is not a string or int; dropped", record.span_id, where)
-        doc_id = None
-    value = score(fields.get("score"))
-    if fields.get("score") is not None and value is None:
+    if doc_id is not None and type(doc_id) is not str:  # plain strings, the usual ids, as they are
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+            logger.debug("span %s: %s.id is not a string or int; dropped", record.span_id, where)
+            doc_id = None
+        else:
+            doc_id = str(doc_id)
+    raw = fields.get("score")
+    value = None if raw is None else score(raw)
+    if raw is not None and value is None:
         logger.debug("span %s: %s.score is not a number; dropped", record.span_id, where)
-    meta = metadata(fields.get("metadata"))
-    if fields.get("metadata") is not None and meta is None:
+    raw = fields.get("metadata")
+    meta = None if raw is None else metadata(raw)
+    if raw is not None and meta is None:
         logger.debug("span %s: %s.metadata is not a JSON object; dropped", record.span_id, where)
-    return Context(
-        text=text,
-        id=str(doc_id) if doc_id is not None else None,
-        score=value,
-        rank=rank,
-        metadata=meta or {},
-    )
+    # Every field is checked above: built without pydantic's validation (`_trusted`).
+    return trusted_context(text, doc_id, value, rank, meta or {})
 
 
 def document_list(record: SpanRecord, where: str, value: Any) -> list[Context] | None:

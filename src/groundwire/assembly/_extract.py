@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from groundwire import semconv
@@ -22,6 +22,7 @@ __all__ = [
     "answer_text",
     "decode",
     "has_tool_calls",
+    "nested_values",
     "query_text",
     "user_message_text",
 ]
@@ -85,6 +86,16 @@ def decode(value: Any, mime_type: Any = None) -> Any:
         if mime_type == semconv.MIME_JSON:
             logger.debug("value declared as JSON does not parse; reading it as text")
         return value
+
+
+def nested_values(value: Any) -> Iterable[Any]:
+    """What a decoded value holds one level down: a mapping's values, a list's items (strings
+    and bytes hold none), for the depth-first walks over outputs."""
+    if isinstance(value, Mapping):
+        return value.values()
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return value
+    return ()
 
 
 def query_text(value: Any) -> str | None:
@@ -158,18 +169,13 @@ def _from_mapping(
         text = _message_text(value)
         if text is not None:
             return text
-    for key in keys:
-        item = value.get(key, _ABSENT)
-        if item is not _ABSENT:
-            text = _find(item, keys, roles, depth + 1)
-            if text is not None:
-                return text
-    for key in _WRAPPER_KEYS:
-        item = value.get(key, _ABSENT)
-        if item is not _ABSENT:
-            text = _find(item, keys, roles, depth + 1)
-            if text is not None:
-                return text
+    for group in (keys, _WRAPPER_KEYS):  # the known keys first, then the wrappers
+        for key in group:
+            item = value.get(key, _ABSENT)
+            if item is not _ABSENT:
+                text = _find(item, keys, roles, depth + 1)
+                if text is not None:
+                    return text
     if len(value) == 1:
         return _find(next(iter(value.values())), keys, roles, depth + 1)
     if is_message:  # a message with no text: its lone string would be the role's name

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from groundwire import semconv
 from groundwire._types import Context
+from groundwire.assembly._extract import nested_values
 from groundwire.assembly._kinds import KIND_TOOL
 from groundwire.assembly._reader import SpanReader
 from groundwire.assembly._record import SpanRecord
@@ -42,6 +43,8 @@ def in_call_order(
     generations: list[SpanRecord],
 ) -> list[Step]:
     """`steps` (in start order) with the tool calls each model call asked for in its order."""
+    if len(steps) < 2:
+        return steps
     tools = [_tool_of(step, tree, root_id, reader) for step, _ in steps]
     if sum(tool is not None for tool in tools) < 2:
         return steps
@@ -135,11 +138,8 @@ def _requested_ids(value: Any, depth: int) -> Iterator[str]:
                 if isinstance(call, Mapping) and isinstance(call.get("id"), str):
                     yield call["id"]
             return
-        for item in value.values():
-            yield from _requested_ids(item, depth + 1)
-    elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        for item in value:
-            yield from _requested_ids(item, depth + 1)
+    for item in nested_values(value):
+        yield from _requested_ids(item, depth + 1)
 
 
 def _ids(value: Any, key: str, depth: int = 0) -> Iterator[str]:
@@ -150,8 +150,5 @@ def _ids(value: Any, key: str, depth: int = 0) -> Iterator[str]:
         found = value.get(key)
         if isinstance(found, str):
             yield found
-        for item in value.values():
-            yield from _ids(item, key, depth + 1)
-    elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        for item in value:
-            yield from _ids(item, key, depth + 1)
+    for item in nested_values(value):
+        yield from _ids(item, key, depth + 1)

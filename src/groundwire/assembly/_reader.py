@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from groundwire import semconv
 from groundwire._types import Context
 from groundwire.assembly._carried import DOCUMENT_MARKER, state_documents, tool_documents
-from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, OUTPUT_KEYS, Source
+from groundwire.assembly._dialects import DIALECTS, INPUT_KEYS, OUTPUT_KEYS
 from groundwire.assembly._extract import answer_text, decode, query_text, user_message_text
 from groundwire.assembly._kinds import (
     KIND_OTHER,
@@ -109,6 +109,18 @@ class SpanReader:
             kind = self._kinds[record.span_id] = span_kind(record)
         return kind
 
+    def of_kind(self, records: Iterable[SpanRecord], kind: str) -> list[SpanRecord]:
+        """The records whose `kind` is `kind`, in their order (one loop, the cache read inline)."""
+        kinds = self._kinds
+        found: list[SpanRecord] = []
+        for record in records:
+            known = kinds.get(record.span_id)
+            if known is None:
+                known = kinds[record.span_id] = span_kind(record)
+            if known == kind:
+                found.append(record)
+        return found
+
     def is_context_source(self, record: SpanRecord) -> bool:
         """True for a span that gives the model contexts: a retriever, a tool call, or a plain
         step whose output holds documents (a graph node that searched a store itself)."""
@@ -123,7 +135,7 @@ class SpanReader:
         if live is not None and live.input is not None:
             return True
         attributes = record.attributes
-        return any(key in attributes for key in INPUT_KEYS)
+        return not attributes.keys().isdisjoint(INPUT_KEYS)
 
     def query(self, record: SpanRecord) -> str | None:
         """The question in the span's input (docs/assembly.md, "Query"), or None."""
@@ -134,10 +146,9 @@ class SpanReader:
 
     def user_message(self, record: SpanRecord) -> tuple[str, str] | None:
         """A model call's last user message (not plain-text prompts), with its origin."""
-        sources: list[tuple[str, Any, Any]] = []
-        for dialect in DIALECTS:
-            sources.extend(_named(dialect.name, dialect.inputs(record.attributes)))
-        text, where = _first_text(record, sources, user_message_text)
+        text, where = _first_text(
+            record, _sources(record.attributes, None, _INPUTS), user_message_text
+        )
         return None if text is None or where is None else (text, where)
 
     def answer(self, record: SpanRecord) -> str | None:
@@ -171,35 +182,21 @@ class SpanReader:
 
     def _read_query(self, record: SpanRecord) -> tuple[str | None, str | None]:
         """Live input, then each dialect's inputs in precedence order."""
-        attributes = record.attributes
         live = self.live(record)
-        sources: list[tuple[str, Any, Any]] = []
-        if live is not None and live.input is not None:
-            sources.append((LIVE_ORIGIN, live.input, attributes.get(semconv.INPUT_MIME_TYPE)))
-        for dialect in DIALECTS:
-            sources.extend(_named(dialect.name, dialect.inputs(attributes)))
+        sources = _sources(record.attributes, None if live is None else live.input, _INPUTS)
         return _first_text(record, sources, query_text)
 
     def _read_answer(self, record: SpanRecord) -> tuple[str | None, str | None]:
         """Live output, then each dialect's outputs in precedence order."""
-        attributes = record.attributes
         live = self.live(record)
-        sources: list[tuple[str, Any, Any]] = []
-        if live is not None and live.output is not None:
-            sources.append((LIVE_ORIGIN, live.output, attributes.get(semconv.OUTPUT_MIME_TYPE)))
-        for dialect in DIALECTS:
-            sources.extend(_named(dialect.name, dialect.outputs(attributes)))
+        sources = _sources(record.attributes, None if live is None else live.output, _OUTPUTS)
         return _first_text(record, sources, answer_text)
 
     def output_values(self, record: SpanRecord) -> list[Any]:
         """The span's outputs in every dialect, decoded (live content first); not cached."""
         live = self.live(record)
-        values: list[Any] = []
-        if live is not None and live.output is not None:
-            values.append(decode(live.output, record.attributes.get(semconv.OUTPUT_MIME_TYPE)))
-        for dialect in DIALECTS:
-            values.extend(decode(raw, mime) for _, raw, mime in dialect.outputs(record.attributes))
-        return values
+        sources = _sources(record.attributes, None if live is None else live.output, _OUTPUTS)
+        return [decode(raw, mime) for _, raw, mime in sources]
 
     def documents(self, record: SpanRecord) -> list[Context] | None:
         """A retriever's (or reranker's output) documents in rank order; None if it recorded none.
@@ -237,12 +234,7 @@ class SpanReader:
         A plain step is read only when its raw output mentions a document (`page_content`), so
         the cost stays off the spans of ordinary chains.
         """
-        attributes = record.attributes
-        sources: list[tuple[str, Any, Any]] = []
-        if live is not None and live.output is not None:
-            sources.append((LIVE_ORIGIN, live.output, attributes.get(semconv.OUTPUT_MIME_TYPE)))
-        for dialect in DIALECTS:
-            sources.extend(_named(dialect.name, dialect.outputs(attributes)))
+        sources = _sources(record.attributes, None if live is None else live.output, _OUTPUTS)
         for where, raw, mime in sources:
             if raw is None:
                 continue
@@ -306,14 +298,28 @@ def _mentions_documents(attributes: Mapping[str, Any], live: LiveContent | None)
     return any(key.startswith(_DOCUMENT_PREFIXES) for key in attributes)
 
 
-def _named(dialect: str, sources: list[Source]) -> Iterator[tuple[str, Any, Any]]:
-    """`sources` with each attribute prefixed by its dialect's name (the origin)."""
-    for attribute, value, mime in sources:
-        yield f"{dialect}: {attribute}", value, mime
+_INPUTS: Final = "inputs"
+_OUTPUTS: Final = "outputs"
+_MIME_KEYS: Final = {_INPUTS: semconv.INPUT_MIME_TYPE, _OUTPUTS: semconv.OUTPUT_MIME_TYPE}
+
+
+def _sources(attributes: Mapping[str, Any], live: Any, side: str) -> Iterator[tuple[str, Any, Any]]:
+    """A span's `side` (`inputs` or `outputs`) as `(origin, raw value, mime type)`: the live
+    content first when there is some, then each dialect's in precedence order.
+
+    Lazy: a reader that stops at the first source giving text never asks the later dialects
+    (each of which may scan every attribute of the span).
+    """
+    if live is not None:
+        yield LIVE_ORIGIN, live, attributes.get(_MIME_KEYS[side])
+    for dialect in DIALECTS:
+        found = dialect.inputs(attributes) if side == _INPUTS else dialect.outputs(attributes)
+        for attribute, value, mime in found:
+            yield f"{dialect.name}: {attribute}", value, mime
 
 
 def _first_text(
-    record: SpanRecord, sources: list[tuple[str, Any, Any]], extract: Any
+    record: SpanRecord, sources: Iterable[tuple[str, Any, Any]], extract: Any
 ) -> tuple[str | None, str | None]:
     """The first source (in order) whose decoded value yields text, and its origin."""
     for where, raw, mime in sources:
@@ -323,15 +329,17 @@ def _first_text(
             logger.debug("span %s: %s is a %s, not text; skipped", record.span_id, where, type(raw))
             continue
         text: str | None = extract(decode(raw, mime))
-        if text is not None and _STREAM_PLACEHOLDER.fullmatch(text.strip()):
+        if text is None:
+            logger.debug("span %s: no text found in %s", record.span_id, where)
+            continue
+        stripped = text.strip()
+        if _STREAM_PLACEHOLDER.fullmatch(stripped):
             logger.debug("span %s: %s is a stream placeholder", record.span_id, where)
             continue
-        if text is not None and _OPAQUE.fullmatch(text.strip()):
+        if _OPAQUE.fullmatch(stripped):
             logger.debug("span %s: %s is an object's repr, not text", record.span_id, where)
             continue
-        if text is not None:
-            return text, where
-        logger.debug("span %s: no text found in %s", record.span_id, where)
+        return text, where
     return None, None
 
 

@@ -20,9 +20,9 @@ call below it starts after one of its sources ended. Bottom-up:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
-from groundwire.assembly._kinds import KIND_GENERATION, KIND_OTHER, KIND_TOOL
+from groundwire.assembly._kinds import KIND_GENERATION, KIND_OTHER, KIND_RETRIEVER, KIND_TOOL
 from groundwire.assembly._reader import SpanReader
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._tree import TraceTree
@@ -31,12 +31,14 @@ __all__ = ["MISSING_PARENT_NAME", "TurnRoot", "turn_roots"]
 
 MISSING_PARENT_NAME: Final = "(missing parent span)"
 """The name of the stand-in for a parent span that never arrived."""
+_SOURCE_KINDS: Final = frozenset({KIND_RETRIEVER, KIND_TOOL})
+"""Kinds that are always context sources (a plain step is one when it returned documents)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TurnRoot:
+class TurnRoot(NamedTuple):
     """A turn's root span, the roots of other turns inside its subtree, and whether the root is
-    a stand-in for a parent span that never arrived."""
+    a stand-in for a parent span that never arrived. (A named tuple: one is made per turn, and
+    a frozen dataclass costs several times as much to build.)"""
 
     record: SpanRecord
     skip: frozenset[str] = frozenset()
@@ -90,23 +92,31 @@ def turn_roots(tree: TraceTree, reader: SpanReader, top: str | None = None) -> l
     return found
 
 
+_LEAF: Final = _Summary()
+"""The summary of every span without children (nothing below it): shared, never changed."""
+
+
 def _resolve(tree: TraceTree, reader: SpanReader, top: str) -> tuple[list[TurnRoot], _Summary]:
-    """Bottom-up pass (iterative, so deep traces cannot exhaust the stack)."""
+    """Bottom-up pass (iterative, so deep traces cannot exhaust the stack): the spans in
+    reverse depth-first order, so each span's children are summarised before it."""
+    children, spans = tree.children, tree.spans
+    order: list[str] = []
+    stack = [top]
+    while stack:
+        span_id = stack.pop()
+        order.append(span_id)
+        stack.extend(children.get(span_id, ()))
     summaries: dict[str, _Summary] = {}
     answering: dict[str, bool] = {}
-    stack: list[tuple[str, bool]] = [(top, False)]
-    while stack:
-        span_id, expanded = stack.pop()
-        if not expanded:
-            stack.append((span_id, True))
-            stack.extend((child, False) for child in tree.children.get(span_id, ()))
+    for span_id in reversed(order):
+        below = children.get(span_id)
+        if not below:  # a leaf: nothing to fold, and no source below it to make it a candidate
+            summaries[span_id] = _LEAF
             continue
         summary = _Summary()
-        for child_id in tree.children.get(span_id, ()):
-            child_summary = summaries.pop(child_id, None)
-            if child_summary is not None:
-                _merge(reader, summary, tree.spans[child_id], child_summary)
-        record = tree.spans[span_id]
+        for child_id in below:
+            _merge(reader, summary, spans[child_id], summaries.pop(child_id))
+        record = spans[span_id]
         if reader.kind(record) == KIND_TOOL:
             _absorb_into_tool(summary)
         elif summary.sources and _is_candidate(reader, record):
@@ -118,7 +128,9 @@ def _resolve(tree: TraceTree, reader: SpanReader, top: str) -> tuple[list[TurnRo
                 _absorb(summary, span_id)
         summaries[span_id] = summary
     summary = summaries[top]
-    record = tree.spans[top]
+    if summary is _LEAF:
+        summary = _Summary()  # handed out: the caller may fold it into a stand-in parent's
+    record = spans[top]
     if (
         summary.roots != [top]
         and record.end_time_ns is not None  # an open span may still answer: not finished yet
@@ -163,6 +175,23 @@ def _missing_parent(
 
 def _merge(reader: SpanReader, into: _Summary, child: SpanRecord, below: _Summary) -> None:
     """Fold a child (itself and its subtree's summary) into its parent's summary."""
+    if below is not _LEAF:
+        _fold(into, below)
+    kind = reader.kind(child)
+    if kind in _SOURCE_KINDS or (kind == KIND_OTHER and reader.is_context_source(child)):
+        end = child.end_time_ns if child.end_time_ns is not None else child.start_time_ns
+        into.sources += 1
+        into.first_source_end = _min(into.first_source_end, end)
+        if child.span_id not in below.roots:
+            into.free_sources += 1
+            into.free_first_source_end = _min(into.free_first_source_end, end)
+    elif kind == KIND_GENERATION:
+        into.last_generation_start = _max(into.last_generation_start, child.start_time_ns)
+        into.free_last_generation_start = _max(into.free_last_generation_start, child.start_time_ns)
+
+
+def _fold(into: _Summary, below: _Summary) -> None:
+    """Add what a child's subtree saw to its parent's summary."""
     into.sources += below.sources
     into.first_source_end = _min(into.first_source_end, below.first_source_end)
     into.last_generation_start = _max(into.last_generation_start, below.last_generation_start)
@@ -173,16 +202,6 @@ def _merge(reader: SpanReader, into: _Summary, child: SpanRecord, below: _Summar
     )
     into.roots.extend(below.roots)
     into.tool_roots.extend(below.tool_roots)
-    if reader.is_context_source(child):
-        end = child.end_time_ns if child.end_time_ns is not None else child.start_time_ns
-        into.sources += 1
-        into.first_source_end = _min(into.first_source_end, end)
-        if child.span_id not in below.roots:
-            into.free_sources += 1
-            into.free_first_source_end = _min(into.free_first_source_end, end)
-    elif reader.kind(child) == KIND_GENERATION:
-        into.last_generation_start = _max(into.last_generation_start, child.start_time_ns)
-        into.free_last_generation_start = _max(into.free_last_generation_start, child.start_time_ns)
 
 
 def _absorb_into_tool(summary: _Summary) -> None:

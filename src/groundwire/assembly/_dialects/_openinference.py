@@ -39,6 +39,14 @@ _MESSAGE_FIELD: Final = re.compile(
 )
 
 logger = logging.getLogger("groundwire.assembly")
+_DOCUMENT: Final = "document."
+_DOCUMENT_CUT: Final = len(_DOCUMENT)
+_MALFORMED: Final = (-1, "")
+_KNOWN_KEYS: Final = 4096
+_DOCUMENT_KEYS: Final[dict[str, dict[str, tuple[int, str]]]] = {}
+"""Document attribute keys already taken apart, by prefix: the same few keys (`...0.document.
+content`, ...) recur on every retriever span, and parsing them was the costliest part of reading
+its documents. At most `_KNOWN_KEYS` per prefix are kept (a bounded memory, whatever the input)."""
 
 _KINDS: Final = {
     semconv.SPAN_KIND_RETRIEVER: KIND_RETRIEVER,
@@ -119,15 +127,21 @@ class OpenInference(Dialect):
 def flattened_documents(record: SpanRecord, prefix: str) -> list[Context] | None:
     """OpenInference's `{prefix}.{i}.document.{field}` attributes, regrouped by `i`."""
     start = prefix + "."
+    known = _DOCUMENT_KEYS.setdefault(start, {})
     fields: dict[int, dict[str, Any]] = {}
     for key, value in record.attributes.items():
         if not key.startswith(start):
             continue
-        index_text, _, name = key[len(start) :].partition(".")
-        if not index_text.isdigit() or not name.startswith("document."):
+        place = known.get(key)
+        if place is None:
+            place = _document_key(key, len(start))
+            if len(known) < _KNOWN_KEYS:
+                known[key] = place
+        if place is _MALFORMED:
             logger.debug("span %s: malformed document attribute %r skipped", record.span_id, key)
             continue
-        fields.setdefault(int(index_text), {})[name[len("document.") :]] = value
+        index, name = place
+        fields.setdefault(index, {})[name] = value
     if not fields:
         return None
     documents: list[Context] = []
@@ -136,6 +150,15 @@ def flattened_documents(record: SpanRecord, prefix: str) -> list[Context] | None
         if built is not None:
             documents.append(built)
     return documents
+
+
+def _document_key(key: str, cut: int) -> tuple[int, str]:
+    """`(i, field)` of a key `{prefix}.{i}.document.{field}` (`cut` is the length of
+    `{prefix}.`), or `_MALFORMED`."""
+    index_text, _, name = key[cut:].partition(".")
+    if not index_text.isdigit() or not name.startswith(_DOCUMENT):
+        return _MALFORMED
+    return int(index_text), name[_DOCUMENT_CUT:]
 
 
 def indexed_messages(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]] | None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Final, TextIO
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Final, TextIO
 
 from groundwire.assembly import LogRecordData, SpanRecord
 
@@ -21,11 +22,14 @@ __all__ = [
     "Problems",
     "ReadStats",
     "SpanBatch",
+    "checked_span",
     "span_id_hex",
     "trace_id_hex",
 ]
 
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
+_TRACE_HEX: Final = re.compile("[0-9a-f]{32}").fullmatch
+_SPAN_HEX: Final = re.compile("[0-9a-f]{16}").fullmatch
 
 
 class BadRecordError(ValueError):
@@ -126,6 +130,8 @@ def _from_b64(value: str, size: int, what: str) -> str:
 
 def trace_id_hex(value: object, what: str = "traceId") -> str:
     """A trace id as 32 lower-case hex digits, from hex (any case, 16 or 32 digits) or base64."""
+    if type(value) is str and _TRACE_HEX(value):  # already as wanted: most ids, checked at once
+        return value
     if not isinstance(value, str) or not value:
         raise ValueError(f"{what} is missing or not a string: {value!r}")
     if len(value) in (16, 32) and _HEX.issuperset(value):
@@ -135,8 +141,77 @@ def trace_id_hex(value: object, what: str = "traceId") -> str:
 
 def span_id_hex(value: object, what: str = "spanId") -> str:
     """A span id as 16 lower-case hex digits, from hex (any case) or base64."""
+    if type(value) is str and _SPAN_HEX(value):
+        return value
     if not isinstance(value, str) or not value:
         raise ValueError(f"{what} is missing or not a string: {value!r}")
     if len(value) == 16 and _HEX.issuperset(value):
         return value.lower()
     return _from_b64(value, 8, what)
+
+
+_SETTERS: Final = {
+    field.name: getattr(SpanRecord, field.name).__set__ for field in fields(SpanRecord)
+}
+if list(_SETTERS) != [
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "start_time_ns",
+    "end_time_ns",
+    "attributes",
+    "status_code",
+    "resource",
+    "parent_is_remote",
+    "instrumentation_scope",
+]:  # a field added to SpanRecord must be set below too
+    raise RuntimeError(f"checked_span does not know SpanRecord's fields {list(_SETTERS)}")
+_set_trace_id = _SETTERS["trace_id"]
+_set_span_id = _SETTERS["span_id"]
+_set_parent = _SETTERS["parent_span_id"]
+_set_name = _SETTERS["name"]
+_set_start = _SETTERS["start_time_ns"]
+_set_end = _SETTERS["end_time_ns"]
+_set_attributes = _SETTERS["attributes"]
+_set_status = _SETTERS["status_code"]
+_set_resource = _SETTERS["resource"]
+_set_remote = _SETTERS["parent_is_remote"]
+_set_scope = _SETTERS["instrumentation_scope"]
+_new: Final = object.__new__
+
+
+def checked_span(
+    trace_id: str,
+    span_id: str,
+    parent_span_id: str | None,
+    name: str,
+    start_time_ns: int,
+    end_time_ns: int | None,
+    attributes: Mapping[str, Any],
+    status_code: str,
+    resource: Mapping[str, Any],
+    parent_is_remote: bool,
+    instrumentation_scope: str | None,
+) -> SpanRecord:
+    """A `SpanRecord` of fields a reader has already checked one by one, without
+    `SpanRecord.__post_init__` (as `SpanRecord.from_readable` skips it for SDK spans).
+
+    The caller guarantees every check `__post_init__` makes: ids from `trace_id_hex` /
+    `span_id_hex`, a status among `STATUS_CODES`, int times, read-only attribute mappings. One
+    statement per field through its slot: a loop over the field names cost 2 µs a span more
+    (a fifth of parsing one on the offline read path), the validation more still.
+    """
+    record = _new(SpanRecord)
+    _set_trace_id(record, trace_id)
+    _set_span_id(record, span_id)
+    _set_parent(record, parent_span_id)
+    _set_name(record, name)
+    _set_start(record, start_time_ns)
+    _set_end(record, end_time_ns)
+    _set_attributes(record, attributes)
+    _set_status(record, status_code)
+    _set_resource(record, resource)
+    _set_remote(record, parent_is_remote)
+    _set_scope(record, instrumentation_scope)
+    return record

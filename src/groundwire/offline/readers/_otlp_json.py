@@ -10,7 +10,6 @@ counted and skipped; blank lines are ignored.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
@@ -20,6 +19,7 @@ from groundwire.assembly import SpanRecord
 from groundwire.offline.readers._common import (
     Problems,
     SpanBatch,
+    checked_span,
     span_id_hex,
     trace_id_hex,
 )
@@ -71,38 +71,20 @@ def _span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str | Non
         raise ValueError(f"unknown status code {code!r}")
     flags = int(span.get("flags") or 0)
     end = get(span, "endTimeUnixNano", "end_time_unix_nano")
-    return _checked_record(
-        (
-            trace_id_hex(trace_id),
-            span_id_hex(span_id),
-            span_id_hex(parent, "parentSpanId") if parent else None,
-            str(span.get("name", "")),
-            _nanos(get(span, "startTimeUnixNano", "start_time_unix_nano"), "start"),
-            None if end is None else _nanos(end, "endTimeUnixNano"),
-            MappingProxyType(attributes(span.get("attributes"))),
-            status_code,
-            resource,
-            bool(flags & _HAS_IS_REMOTE and flags & _IS_REMOTE),
-            scope,
-        )
+    # Each field is checked (or built) here, so the record skips `SpanRecord`'s own checks.
+    return checked_span(
+        trace_id_hex(trace_id),
+        span_id_hex(span_id),
+        span_id_hex(parent, "parentSpanId") if parent else None,
+        str(span.get("name", "")),
+        _nanos(get(span, "startTimeUnixNano", "start_time_unix_nano"), "start"),
+        None if end is None else _nanos(end, "endTimeUnixNano"),
+        MappingProxyType(attributes(span.get("attributes"))),
+        status_code,
+        resource,
+        bool(flags & _HAS_IS_REMOTE and flags & _IS_REMOTE),
+        scope,
     )
-
-
-_FIELDS: Final = tuple(field.name for field in dataclasses.fields(SpanRecord))
-
-
-def _checked_record(values: tuple[Any, ...]) -> SpanRecord:
-    """A SpanRecord of `values` (in field order) that `_span` has already checked field by field.
-
-    Every check of `SpanRecord.__post_init__` holds by construction here (ids from
-    `trace_id_hex`/`span_id_hex`, the status from `_STATUS`, times from `_nanos`, read-only
-    attribute mappings), so it is skipped, as `SpanRecord.from_readable` skips it for SDK spans:
-    on the offline read path it cost a sixth of parsing a span.
-    """
-    record = object.__new__(SpanRecord)
-    for name, value in zip(_FIELDS, values, strict=True):
-        object.__setattr__(record, name, value)
-    return record
 
 
 _GROUP_KEYS: Final = frozenset(

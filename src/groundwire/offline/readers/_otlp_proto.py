@@ -165,21 +165,21 @@ def decode_message(body: bytes) -> Decoded:
             if _clean_message(traces):
                 return Decoded([], [], None)
             problem = "no spans, and fields this OTLP version does not know (damaged?)"
-    try:
-        logs_message = LogsData.FromString(body)
-    except DecodeError:
-        pass
-    else:
-        if _clean(_log_records(logs_message)):
-            return Decoded([], logs_from_message(logs_message), "logs")
-    try:
-        metrics_message = MetricsData.FromString(body)
-    except DecodeError:
-        pass
-    else:
-        if _clean(_metrics(metrics_message)):
-            return Decoded([], [], "metrics")
+    logs_message = _parsed(LogsData, body)
+    if logs_message is not None and _clean(_log_records(logs_message)):
+        return Decoded([], logs_from_message(logs_message), "logs")
+    metrics_message = _parsed(MetricsData, body)
+    if metrics_message is not None and _clean(_metrics(metrics_message)):
+        return Decoded([], [], "metrics")
     raise ValueError(problem)
+
+
+def _parsed(message_type: Any, body: bytes) -> Any:
+    """`body` parsed as `message_type` (a generated protobuf class), or None when it is not one."""
+    try:
+        return message_type.FromString(body)
+    except DecodeError:
+        return None
 
 
 def _has_records(decoded: Decoded) -> bool:

@@ -70,7 +70,17 @@ def attributes(pairs: Any) -> dict[str, Any]:
         return {}
     if not isinstance(pairs, list):
         raise ValueError(f"attributes must be a list, got {type(pairs).__name__}")
-    out: dict[str, Any] = {}
+    try:  # every value a plain string, the usual case: one comprehension
+        out = {
+            pair["key"]: value["stringValue"]
+            for pair in pairs
+            if type(value := pair["value"]) is dict and len(value) == 1 and "stringValue" in value
+        }
+    except (KeyError, TypeError):
+        out = {}
+    if len(out) == len(pairs):
+        return out
+    out = {}
     for pair in pairs:
         key = pair["key"]  # read before the value, as the errors of bad pairs always said
         value = pair.get("value") or {}
