@@ -200,3 +200,25 @@ def test_broken_metadata_json_is_logged(caplog: pytest.LogCaptureFixture) -> Non
         "value declared as JSON does not parse; reading it as text",
         f"span {sid(2)}: docs.0.metadata is not a JSON object; dropped",
     ]
+
+
+@pytest.mark.parametrize("index", ["²", "①", "٣"])
+def test_document_index_in_other_digits_keeps_the_trace(
+    index: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An index that `str.isdigit` accepts but `int` may not ("²", "①") is a malformed key,
+    skipped and logged; one `int` reads (Arabic-Indic "٣") is an index. The trace is never lost."""
+    key = f"retrieval.documents.{index}.document.content"
+    retriever = oi("RETRIEVER", **{"retrieval.documents.0.document.content": "d", key: "x"})
+    records = rag_trace(
+        root=oi("CHAIN", **{"input.value": "q", "output.value": "a"}),
+        retriever=retriever,
+        model=oi("LLM"),
+    )
+    with caplog.at_level(logging.DEBUG, logger="groundwire.assembly"):
+        (turn,) = turns_from_spans(records)
+    if index.isdecimal():
+        assert turn.context_texts == ["d", "x"]
+    else:
+        assert turn.context_texts == ["d"]
+        assert f"span {sid(2)}: malformed document attribute '{key}' skipped" in _debug(caplog)

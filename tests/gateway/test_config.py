@@ -49,6 +49,8 @@ def test_sources_layer_file_then_variables_then_flags(tmp_path: Path) -> None:
         ("", {}, "forward: the downstream endpoint is required"),
         ("forward: http://c:4318\n", {"GROUNDWIRE_GATEWAY_LISTEN": "nowhere"},
          "listen: expected host:port"),
+        ("forward: http://c:4318\n", {"GROUNDWIRE_GATEWAY_SENDERS": "²"},
+         "GROUNDWIRE_GATEWAY_SENDERS: expected a whole number"),
         ("forward: http://c:4318\n", {"GROUNDWIRE_GATEWAY_SAMPLE_RATE": "lots"},
          "GROUNDWIRE_GATEWAY_SAMPLE_RATE: expected a number"),
         ("forward: http://c:4318\ntls_cert_file: /nonexistent.pem\ntls_key_file: /k.pem\n", {},

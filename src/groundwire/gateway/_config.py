@@ -34,7 +34,7 @@ class ConfigError(ValueError):
 def parse_hostport(value: str) -> tuple[str, int]:
     """`host:port` (IPv6 in brackets) as a pair; ValueError when malformed."""
     host, sep, port = value.strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535:
         raise ValueError(f"expected host:port (e.g. 127.0.0.1:4318), got {value!r}")
     host = host.strip("[]") or "127.0.0.1"
     return host, int(port)
@@ -55,7 +55,7 @@ def _as_int(value: Any) -> int:
         raise ValueError("expected a whole number")
     if isinstance(value, str):
         value = value.strip()
-        if not value.lstrip("-").isdigit():
+        if not value.lstrip("-").isdecimal():
             raise ValueError("expected a whole number")
         return int(value)
     if not isinstance(value, int):

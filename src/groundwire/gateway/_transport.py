@@ -94,7 +94,7 @@ def retry_after_seconds(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isdecimal():
         return min(float(value), _MAX_RETRY_AFTER_S)
     try:
         when = email.utils.parsedate_to_datetime(value)

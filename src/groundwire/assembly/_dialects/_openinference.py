@@ -156,7 +156,7 @@ def _document_key(key: str, cut: int) -> tuple[int, str]:
     """`(i, field)` of a key `{prefix}.{i}.document.{field}` (`cut` is the length of
     `{prefix}.`), or `_MALFORMED`."""
     index_text, _, name = key[cut:].partition(".")
-    if not index_text.isdigit() or not name.startswith(_DOCUMENT):
+    if not index_text.isdecimal() or not name.startswith(_DOCUMENT):
         return _MALFORMED
     return int(index_text), name[_DOCUMENT_CUT:]
 

@@ -50,7 +50,7 @@ def _severity(value: Any) -> int:
     """A severity number given as an integer or an enum name (protobuf JSON allows both)."""
     if value is None or value == "":
         return 0
-    if isinstance(value, str) and not value.lstrip("-").isdigit():
+    if isinstance(value, str) and not value.lstrip("-").isdecimal():
         number = _SEVERITY_NAMES.get(value.removeprefix(_SEVERITY_PREFIX))
         if number is None:
             raise ValueError(f"unknown severityNumber {value!r}")
