@@ -127,7 +127,9 @@ def _plan(
     return traces.map_batches(
         score_batch,
         fn_kwargs={"run": run, "spec": spec, "concurrency": concurrency, "parts": parts},
-        batch_size=chunk_size,
+        # A part per block when the workers write: a Parquet file per chunk costs more than
+        # the chunk's scoring (the file's fixed cost); the rows travel nowhere either way.
+        batch_size=chunk_size if parts is None else chunk_size * _BLOCK_CHUNKS,
         compute=ray.data.TaskPoolStrategy(size=max(1, workers)),
         batch_format="numpy",
     )
