@@ -18,10 +18,13 @@ Three stages, each a Ray Data operator:
 3. score: `map_batches` tasks (at most `workers` at a time) score the turns in chunks with the
    evaluators built once per Ray worker process and run (no actor process started per run); a
    trace's scores travel as JSON beside its turns, which pass through unchanged.
+   The tasks (`_ray_stages`) are in their own module; this one plans and drives the job.
 
 Results stream back to the driver, which parses turns and scores with pydantic's compiled JSON
 parser (one call per trace) and writes OUT (the same writers and `--resume` path as the
-local engine) and exports telemetry. The shuffle sorts by key and the order is preserved, so the
+local engine) and exports telemetry. A `.parquet` OUT with no export and no results hook is
+written by the scoring tasks themselves instead (`parts`, see `_ray_parts`): one whole part file
+per block, only counters and tallies come back to the driver. The shuffle sorts by key and the order is preserved, so the
 output order is `order_key` (a CRC-32 of the trace id, then the id): the local engine's order for
 several files, whatever the split of the spans into files and the order of the files.
 
