@@ -105,3 +105,21 @@ def test_a_failed_run_keeps_its_parts_aside_and_resume_finishes_them(
     unchanged = rescore(traces, SPEC, out, engine="ray", workers=1, resume=True)
     assert (unchanged.counts.resumed, unchanged.turns_scored) == (12, 0)
     assert len(_rows(out)) == 12
+
+
+@pytest.mark.usefixtures("cluster")
+def test_the_local_engine_resumes_and_replaces_a_parts_output(
+    traces: list[Path], tmp_path: Path
+) -> None:
+    """A parts OUT left by Ray is an output like any other locally: `resume` finds every turn
+    done and merges the parts into one file; a fresh local run replaces it."""
+    out = tmp_path / "o.parquet"
+    rescore(traces, SPEC, out, engine="ray", workers=1, chunk_size=2)
+    assert out.is_dir()
+    expected = _rows(out)
+    resumed = rescore(traces, SPEC, out, resume=True)
+    assert (resumed.counts.resumed, resumed.turns_scored) == (12, 0)
+    assert out.is_file() and _rows(out) == expected
+    rescore(traces, SPEC, out, engine="ray", workers=1, chunk_size=2)
+    fresh = rescore(traces, SPEC, out)
+    assert fresh.turns_scored == 12 and out.is_file() and _rows(out) == expected
