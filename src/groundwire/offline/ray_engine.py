@@ -24,9 +24,10 @@ Results stream back to the driver, which parses turns and scores with pydantic's
 parser (one call per trace) and writes OUT (the same writers and `--resume` path as the
 local engine) and exports telemetry. A `.parquet` OUT with no export and no results hook is
 written by the scoring tasks themselves instead (`parts`, see `_ray_parts`): one whole part file
-per block, only counters and tallies come back to the driver. The shuffle sorts by key and the order is preserved, so the
-output order is `order_key` (a CRC-32 of the trace id, then the id): the local engine's order for
-several files, whatever the split of the spans into files and the order of the files.
+per block, only counters and tallies come back to the driver. The shuffle sorts by key and the
+order is preserved, so the output order is `order_key` (a CRC-32 of the trace id, then the id):
+the local engine's order for several files, whatever the split of the spans into files and the
+order of the files.
 
 Ray connects to `address` when given, else to `RAY_ADDRESS` when set, else starts a local
 instance (what CI uses). Install with `pip install 'groundwire[ray]'`.
