@@ -428,6 +428,33 @@ def mutation() -> Row:
     )
 
 
+def ray() -> Row:
+    """Ray's CPU per turn against the local engine's, two nodes against one, a million turns."""
+    r = _load("ray")
+    cost, scaling = r["cost"], r["scaling"]
+    parquet, jsonl = cost["parquet"]["ray_cpu_over_local"], cost["jsonl"]["ray_cpu_over_local"]
+    cells = [
+        f"Ray CPU per turn **{parquet:.2f}x** the local engine's into .parquet written by the "
+        f"workers ({jsonl:.2f}x into .jsonl, every row through the driver)",
+        f"two-node loopback cluster: 2 workers **{scaling['speedup_2_over_1']:.2f}x** one",
+    ]
+    if (RESULTS / "ray_million.json").exists():
+        m = _load("ray_million")
+        cells.append(
+            f"{m['run']['turns']:,} turns on two nodes at {m['turns_per_s']:,.0f} turns/s, peak "
+            f"RSS {max(m['node_peak_rss_mb'].values()):,.0f} MB a node"
+        )
+    load = r["machine"]["load_average_1m_at_start"]
+    if load >= 2:
+        cells.append(f"measured while other jobs loaded the 2 cores (load average {load:.0f})")
+    ok = parquet <= 1.2 and scaling["speedup_2_over_1"] >= 1.5
+    return (
+        _link("ray", "Ray engine") + ", the offline benchmark's file in 8 parts",
+        "; ".join(cells),
+        f"≤ 1.2x the local CPU per turn, two workers ≥ 1.5x one: {_met(ok)}",
+    )
+
+
 BUILDERS: tuple[Callable[[], Row], ...] = (
     quote_verification,
     quote_turns,
@@ -439,6 +466,7 @@ BUILDERS: tuple[Callable[[], Row], ...] = (
     dialects,
     gateway,
     offline,
+    ray,
     judges,
     erag,
     mutation,

@@ -130,7 +130,7 @@ def _busy_child(raylet: int) -> bool:
         parent = next(
             (line.split()[1] for line in status.splitlines() if line.startswith("PPid")), ""
         )
-        ours = any(name in command for name in (b"_ReadFile", b"_assemble_group", b"_Score"))
+        ours = any(name in command for name in (b"ReadFile", b"assemble_blocks", b"score_batch"))
         if parent == str(raylet) and command.startswith(b"ray::") and ours:
             return True
     return False

@@ -13,6 +13,8 @@ under OUT's partial name (`scores.partial.jsonl`, or `scores.partial.parquet/par
 for Parquet's row-group parts), and says so; when even that upload fails, the local folder is
 kept and named. A run that wrote no row leaves an existing OUT as it was. `--resume` first copies
 OUT and an earlier run's partial output down, so it continues where they stopped.
+On Ray a Parquet OUT is written by the workers straight under the partial prefix and moved under
+OUT's prefix at the end (`worker_parts`, see `_ray_parts`): nothing is staged here for it.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class StagedOutput:
         """The local OUT the run writes."""
         self.existed = False
         """OUT was already in storage when the run started."""
+        self.worker_parts = False
+        """The Ray workers write OUT's parts straight to storage (nothing staged to upload)."""
 
     @property
     def path(self) -> ObjectPath:
@@ -94,12 +98,15 @@ class StagedOutput:
         kept, rows = summary.kept_partial, summary.turns_scored
         for note in self.settle(failed=failed, rows=rows, kept=kept):
             notice(note)
-        summary.kept_partial = ObjectPath(self.partial_url) if failed and kept and rows else None
+        held = kept is not None or self.worker_parts
+        summary.kept_partial = ObjectPath(self.partial_url) if failed and held and rows else None
 
     def settle(self, *, failed: bool, rows: int, kept: Path | None) -> list[str]:
         """After the local output is finished (or set aside): upload it, or what a failed run
         kept; the notices to show. OutputPathError when the finished output cannot be uploaded
         (it is then kept locally and named)."""
+        if self.worker_parts:
+            return self._settle_parts(failed=failed, rows=rows)
         if failed:
             return self._keep(rows, kept)
         if rows == 0 and not self.append and self.existed:
@@ -118,6 +125,20 @@ class StagedOutput:
             self.close()
             return [f"could not remove {self.partial_url}: {storage_error(self.url, error)}"]
         self.close()
+        return []
+
+    def _settle_parts(self, *, failed: bool, rows: int) -> list[str]:
+        """The notices of a run whose workers wrote the parts (already moved under OUT's prefix
+        when it succeeded; left under the partial prefix when it failed)."""
+        self.close()
+        left = f"; {self.url} is left as it was" if self.existed else ""
+        if failed and rows:
+            where = self.partial_url
+            return [f"the run failed: the {rows} results written are kept in {where}{left}"]
+        if failed:
+            return [f"the run failed: no result written{left}"]
+        if rows == 0 and not self.append and self.existed:
+            return [f"no result written: {self.url} is left as it was"]
         return []
 
     def _keep(self, rows: int, kept: Path | None) -> list[str]:

@@ -27,6 +27,7 @@ from groundwire.offline._export import OtlpExport
 from groundwire.offline._inputs import expand_inputs, input_size
 from groundwire.offline._local_engine import check_workers, score_local
 from groundwire.offline._pipeline import DEFAULT_WINDOW, WindowOptions, iter_turns
+from groundwire.offline._ray_parts import PartsOutput
 from groundwire.offline._remote_output import StagedOutput, check_remote_output
 from groundwire.offline._results import TurnResult
 from groundwire.offline._resume import resume_state
@@ -253,7 +254,7 @@ class Run:
             return
         try:
             target.prepare()
-            self.writer = open_writer(
+            self.writer = self.worker_parts() or open_writer(
                 target.write_path, self.inputs.names, append=self.options.resume
             )
         except OSError as error:
@@ -264,6 +265,19 @@ class Run:
             self.inputs.notice(
                 f"replaced {target.partial}, left by an earlier run that did not finish"
             )
+
+    def worker_parts(self) -> PartsOutput | None:
+        """On Ray, a Parquet OUT with nothing else to feed (no export, no hook) is written by
+        the workers themselves, part by part (`_ray_parts`); None otherwise."""
+        options, remote, target = self.options, self.inputs.remote, self.target
+        if options.engine != "ray" or options.export_otlp or options.on_results is not None:
+            return None
+        if target is None or target.path.suffix.lower() != ".parquet":
+            return None
+        if remote is not None:
+            remote.worker_parts = True
+        out = remote.url if remote is not None else os.fspath(target.path)
+        return PartsOutput(out, self.inputs.names, append=options.resume, summary=self.summary)
 
     def score_batches(self) -> Iterator[list[TurnResult]]:
         """The engine choice: chunks of results from Ray, or from the local engine reading
@@ -285,6 +299,7 @@ class Run:
                 workers=options.workers,
                 address=options.ray_address,
                 stop=self.stop,
+                parts=self.writer if isinstance(self.writer, PartsOutput) else None,
             )
         turns = iter_turns(
             inputs.paths,

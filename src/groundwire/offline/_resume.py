@@ -315,7 +315,10 @@ def _drop_parquet_retried(path: Path, parquet_file: Any) -> None:
 
 def _resume_parquet(path: Path, evaluators: Sequence[str] | None, state: ResumeState) -> None:
     """Keys of OUT's rows and of every complete row-group part an unfinished run left beside it."""
-    if path.exists() and not _parquet_keys(path, evaluators, state):
+    if path.is_dir():  # OUT written by the Ray workers: a directory of complete parts
+        for part in part_files(path):
+            _parquet_keys(part, evaluators, state)
+    elif path.exists() and not _parquet_keys(path, evaluators, state):
         aside = path.with_name(f"{path.stem}.torn{path.suffix}")
         os.replace(path, aside)
         state.notes.append(

@@ -18,12 +18,16 @@ Three stages, each a Ray Data operator:
 3. score: `map_batches` tasks (at most `workers` at a time) score the turns in chunks with the
    evaluators built once per Ray worker process and run (no actor process started per run); a
    trace's scores travel as JSON beside its turns, which pass through unchanged.
+   The tasks (`_ray_stages`) are in their own module; this one plans and drives the job.
 
 Results stream back to the driver, which parses turns and scores with pydantic's compiled JSON
 parser (one call per trace) and writes OUT (the same writers and `--resume` path as the
-local engine) and exports telemetry. The shuffle sorts by key and the order is preserved, so the
-output order is `order_key` (a CRC-32 of the trace id, then the id): the local engine's order for
-several files, whatever the split of the spans into files and the order of the files.
+local engine) and exports telemetry. A `.parquet` OUT with no export and no results hook is
+written by the scoring tasks themselves instead (`parts`, see `_ray_parts`): one whole part file
+per block, only counters and tallies come back to the driver. The shuffle sorts by key and the
+order is preserved, so the output order is `order_key` (a CRC-32 of the trace id, then the id):
+the local engine's order for several files, whatever the split of the spans into files and the
+order of the files.
 
 Ray connects to `address` when given, else to `RAY_ADDRESS` when set, else starts a local
 instance (what CI uses). Install with `pip install 'groundwire[ray]'`.
@@ -31,60 +35,35 @@ instance (what CI uses). Install with `pip install 'groundwire[ray]'`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import uuid
 from collections.abc import Collection, Iterator, Sequence
-from typing import Any, Final
+from typing import Any
 
-from pydantic import TypeAdapter
-from typing_extensions import TypedDict
-
-from groundwire._registry import resolve_evaluators
-from groundwire._types import RagTurn, Score
-from groundwire.offline._grouping import (
-    decode_fragment,
-    encode_fragment,
-    fragments,
-    merge_fragments,
-    order_key,
+from groundwire.offline._ray_parts import PartsOutput, PartsPlace, add_part_tallies
+from groundwire.offline._ray_stages import (
+    READ_COUNTERS,
+    SCORES,
+    TURN_COUNTERS,
+    TURNS,
+    ReadFile,
+    assemble_blocks,
+    score_batch,
 )
-from groundwire.offline._pipeline import TurnCounts, split_evaluations, trace_turns
 from groundwire.offline._results import TurnResult
-from groundwire.offline._scoring import score_chunk
 from groundwire.offline._stopping import StopFlag
 from groundwire.offline._summary import RescoreSummary
 from groundwire.offline.expected import ExpectedAnswers
-from groundwire.offline.readers import BadRecordError, Problems, ReadStats, TraceFormat, read_file
+from groundwire.offline.readers import BadRecordError, TraceFormat
 
 __all__ = ["RayEngineError", "score_with_ray"]
 
-_READ_COUNTERS = (
-    "files",
-    "records",
-    "spans",
-    "bad_records",
-    "other_records",
-    "bytes_done",
-    "log_records",
-    "damaged_files",
-)
-_TURN_COUNTERS = (
-    "traces",
-    "turns",
-    "resumed",
-    "evaluation_spans",
-    "evaluation_logs",
-    "duplicate_spans",
-    "duplicate_turns",
-    "parent_missing",
-)
 _BLOCK_CHUNKS = 4
-"""Traces per block handed to a scoring actor, in chunks: small blocks spread the work over all
-actors even when the shuffle made few blocks (one file gives one)."""
-_STATS_KEY = ""
-"""The group key of the per-file counters rows (sorts before every trace key)."""
+"""Traces per block handed to a scoring task, in chunks: small blocks spread the work over all
+workers even when the shuffle made few blocks (one file gives one)."""
 
 
 class RayEngineError(RuntimeError):
@@ -101,139 +80,6 @@ def _ray() -> Any:
             "engine='ray' needs Ray Data: pip install 'groundwire[ray]' (or 'ray[data]>=2.9')"
         ) from None
     return ray
-
-
-class _ReadFile:
-    """Ray `flat_map` function: one file path row -> one row per (record, trace), then counters."""
-
-    def __init__(self, fmt: TraceFormat | None, strict: bool) -> None:
-        self.fmt, self.strict = fmt, strict
-
-    def __call__(self, row: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Stream the file's span fragments keyed by trace, and finish with its counters."""
-        stats = ReadStats()
-        problems = Problems(strict=self.strict, stats=stats)
-        path = row["path"]
-        try:
-            for batch in read_file(path, problems, fmt=self.fmt):
-                for trace_id, spans in fragments(batch.spans).items():
-                    yield {"key": order_key(trace_id), "data": encode_fragment(spans)}
-        except OSError as error:
-            problems.report(str(path), f"cannot read the file: {error.strerror or error}")
-        except ValueError as error:
-            if isinstance(error, BadRecordError):
-                raise
-            problems.report(str(path), str(error))
-        counters = {name: getattr(stats, name) for name in _READ_COUNTERS}
-        yield {"key": _STATS_KEY, "data": json.dumps(counters).encode()}
-
-
-def _assemble_blocks(
-    batch: dict[str, Any],
-    expected: ExpectedAnswers | None,
-    skip: Collection[tuple[str, str]],
-) -> dict[str, list[Any]]:
-    """Ray `map_batches` function over whole blocks of the key-sorted rows: each trace's
-    fragments (consecutive rows of one key; the sort keeps a key within one block, the rule
-    `map_groups` itself relies on) -> one row of its turns and counters; counters rows pass.
-
-    One call per block rather than one per trace (`map_groups`): Ray's per-group slicing and
-    batch conversion cost more than assembling the trace (see docs/offline.md, "Ray").
-    """
-    keys, data = batch["key"], batch["data"]
-    out: dict[str, list[Any]] = {"kind": [], "payload": [], "turns": []}
-    start = 0
-    for end in range(1, len(keys) + 1):
-        if end < len(keys) and keys[end] == keys[start]:
-            continue
-        if str(keys[start]) == _STATS_KEY:
-            for item in data[start:end]:
-                out["kind"].append("stats")
-                out["payload"].append(bytes(item).decode())
-                out["turns"].append(b"[]")
-        else:
-            counters, turns = _assemble_trace(list(data[start:end]), expected, skip)
-            out["kind"].append("trace")
-            out["payload"].append(counters)
-            out["turns"].append(turns)
-        start = end
-    return out
-
-
-def _assemble_trace(
-    data: list[bytes],
-    expected: ExpectedAnswers | None,
-    skip: Collection[tuple[str, str]],
-) -> tuple[str, bytes]:
-    """One trace's fragments -> its counters (JSON) and its turns (JSON, pydantic's encoder)."""
-    fragments = [decode_fragment(bytes(d)) for d in data]
-    merged = merge_fragments(fragments)  # a span read twice (Collector retry) is kept once
-    spans, left_out = split_evaluations(merged)
-    counts = TurnCounts(
-        evaluation_spans=len(left_out),
-        duplicate_spans=sum(map(len, fragments)) - len(merged),
-    )
-    matched_before = expected.matched if expected is not None else 0
-    turns = list(trace_turns(spans, counts, expected=expected, skip=skip, absent=left_out))
-    counters = {
-        "counts": {name: getattr(counts, name) for name in _TURN_COUNTERS},
-        "incomplete": counts.incomplete,
-        "matched": (expected.matched - matched_before) if expected is not None else 0,
-    }
-    return json.dumps(counters), _TURNS.dump_json(turns)
-
-
-class _Scored(TypedDict):
-    """One turn's scores, as they travel from a scoring actor to the driver."""
-
-    scores: list[Score]
-    durations: dict[str, float]
-
-
-_TURNS: Final = TypeAdapter(list[RagTurn])
-"""Turns to and from JSON in pydantic's own (compiled) encoder and parser: one call per trace."""
-_SCORES: Final = TypeAdapter(list[_Scored])
-"""A trace's turns' scores to and from JSON, likewise."""
-
-
-_EVALUATORS: dict[str, list[Any]] = {}
-"""In each Ray worker process: the evaluators of the run it scores for, by run id (one run)."""
-
-
-def _evaluators(run: str, spec: Any) -> list[Any]:
-    """The run's evaluators, built once per worker process and run (the previous run's are
-    dropped): what a scoring actor held, without starting an actor process for every run."""
-    found = _EVALUATORS.get(run)
-    if found is None:
-        _EVALUATORS.clear()
-        found = _EVALUATORS[run] = list(resolve_evaluators(spec))
-    return found
-
-
-def _score_batch(batch: dict[str, Any], run: str, spec: Any, concurrency: int) -> dict[str, Any]:
-    """Ray `map_batches` function: score every turn of the batch's rows in one chunk, adding a
-    `scores` column.
-
-    The turns column passes through as it came (the driver reads the turns from it): a turn is
-    encoded once, by the task that assembled it.
-    """
-    evaluators = _evaluators(run, spec)
-    per_row = [_TURNS.validate_json(bytes(turns)) for turns in batch["turns"]]
-    results = iter(score_chunk([t for row in per_row for t in row], evaluators, concurrency))
-    scores: list[bytes] = []
-    for row in per_row:
-        done = [next(results) for _ in row]
-        scores.append(
-            _SCORES.dump_json(
-                [{"scores": list(r.scores.values()), "durations": r.durations} for r in done]
-            )
-        )
-    return {
-        "kind": batch["kind"],
-        "payload": batch["payload"],
-        "turns": batch["turns"],
-        "scores": scores,
-    }
 
 
 def _init(ray: Any, address: str | None) -> bool:
@@ -257,21 +103,23 @@ def _plan(
     concurrency: int,
     chunk_size: int,
     workers: int,
+    parts: PartsPlace | None,
 ) -> Any:
-    """The dataset of scored trace rows (read -> group by trace -> assemble -> score).
+    """The dataset of scored trace rows (read -> group by trace -> assemble -> score, and
+    write the parts when `parts` is given).
 
     The grouped traces are cut into small blocks and materialized before scoring starts: the sort
-    is a barrier anyway, and scoring actors started earlier would hold the CPUs that the read,
+    is a barrier anyway, and scoring tasks started earlier would hold the CPUs that the read,
     shuffle and re-blocking tasks need (a deadlock when `workers` equals the cluster's CPUs).
     """
     files = [{"path": os.fspath(path)} for path in paths]
     read = ray.data.from_items(files, override_num_blocks=len(files)).flat_map(
-        _ReadFile(fmt, strict)
+        ReadFile(fmt, strict)
     )
     traces = (
         read.sort("key")
         .map_batches(
-            _assemble_blocks,
+            assemble_blocks,
             fn_kwargs={"expected": expected, "skip": skip},
             batch_size=None,  # whole blocks: a key never straddles two after the sort
             batch_format="numpy",
@@ -279,13 +127,37 @@ def _plan(
         .repartition(target_num_rows_per_block=chunk_size * _BLOCK_CHUNKS)
         .materialize()
     )
+    run = uuid.uuid4().hex
     return traces.map_batches(
-        _score_batch,
-        fn_kwargs={"run": uuid.uuid4().hex, "spec": spec, "concurrency": concurrency},
-        batch_size=chunk_size,
+        score_batch,
+        fn_kwargs={"run": run, "spec": spec, "concurrency": concurrency, "parts": parts},
+        # A part per block when the workers write: a Parquet file per chunk costs more than
+        # the chunk's scoring (the file's fixed cost); the rows travel nowhere either way.
+        batch_size=chunk_size if parts is None else chunk_size * _BLOCK_CHUNKS,
         compute=ray.data.TaskPoolStrategy(size=max(1, workers)),
         batch_format="numpy",
     )
+
+
+@contextlib.contextmanager
+def _data_context() -> Iterator[None]:
+    """Ray Data set for the run (order kept, sort shuffle, quiet), restored afterwards."""
+    from ray.data.context import DataContext, ShuffleStrategy
+
+    data_logger = logging.getLogger("ray.data")
+    data_level = data_logger.level
+    data_logger.setLevel(max(data_level, logging.WARNING))
+    context = DataContext.get_current()
+    options = context.execution_options
+    saved = (options.preserve_order, context.shuffle_strategy, context.enable_progress_bars)
+    options.preserve_order = True
+    context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+    context.enable_progress_bars = False
+    try:
+        yield
+    finally:
+        options.preserve_order, context.shuffle_strategy, context.enable_progress_bars = saved
+        data_logger.setLevel(data_level)
 
 
 def score_with_ray(
@@ -302,68 +174,74 @@ def score_with_ray(
     workers: int,
     address: str | None,
     stop: StopFlag,
+    parts: PartsOutput | None = None,
 ) -> Iterator[list[TurnResult]]:
-    """Yield scored chunks computed on Ray, in `order_key` order; counters go to `summary`."""
-    ray = _ray()
-    from ray.data.context import DataContext, ShuffleStrategy
+    """Yield scored chunks computed on Ray, in `order_key` order; counters go to `summary`.
 
+    With `parts`, the workers write OUT's rows themselves and the chunks are empty (yielded as
+    the counters arrive, for progress and stop requests).
+    """
+    ray = _ray()
     started_here = _init(ray, address)
-    data_logger = logging.getLogger("ray.data")
-    data_level = data_logger.level
-    data_logger.setLevel(max(data_level, logging.WARNING))
-    context = DataContext.get_current()
-    saved = (
-        context.execution_options.preserve_order,
-        context.shuffle_strategy,
-        context.enable_progress_bars,
-    )
-    context.execution_options.preserve_order = True
-    context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
-    context.enable_progress_bars = False
     try:
-        batches: Iterator[dict[str, Any]] | None = None
-        while True:
-            try:
-                if batches is None:
-                    scored = _plan(
-                        ray,
-                        paths,
-                        spec,
-                        fmt=fmt,
-                        strict=strict,
-                        expected=expected,
-                        skip=skip,
-                        concurrency=concurrency,
-                        chunk_size=chunk_size,
-                        workers=workers,
-                    )
-                    batches = iter(scored.iter_batches(batch_size=chunk_size, batch_format="numpy"))
-                batch = next(batches)
-            except StopIteration:
-                break
-            except Exception as error:
-                if isinstance(error, BadRecordError) or not _from_ray(error):
-                    raise
-                raise RayEngineError(
-                    f"the Ray job failed: {type(error).__name__}: {error}. The output holds "
-                    "every turn written before the failure; run again with --resume "
-                    "(resume=True) to score the rest"
-                ) from error
-            results = _decode(batch, summary)
-            if results:
-                yield results
-            if stop.is_set():
-                return
-        stop.input_exhausted = True
+        with _data_context():
+            yield from _stream(
+                ray,
+                paths,
+                spec,
+                summary,
+                stop,
+                parts,
+                chunk_size,
+                options={
+                    "fmt": fmt,
+                    "strict": strict,
+                    "expected": expected,
+                    "skip": skip,
+                    "concurrency": concurrency,
+                    "workers": workers,
+                },
+            )
     finally:
-        (
-            context.execution_options.preserve_order,
-            context.shuffle_strategy,
-            context.enable_progress_bars,
-        ) = saved
-        data_logger.setLevel(data_level)
         if started_here:
             ray.shutdown()
+
+
+def _stream(
+    ray: Any,
+    paths: Sequence[str | os.PathLike[str]],
+    spec: Any,
+    summary: RescoreSummary,
+    stop: StopFlag,
+    parts: PartsOutput | None,
+    chunk_size: int,
+    options: dict[str, Any],
+) -> Iterator[list[TurnResult]]:
+    """Plan the job, then stream its rows back batch by batch (see `score_with_ray`)."""
+    place = parts.place if parts is not None else None
+    batches: Iterator[dict[str, Any]] | None = None
+    while True:
+        try:
+            if batches is None:
+                scored = _plan(ray, paths, spec, chunk_size=chunk_size, parts=place, **options)
+                batches = iter(scored.iter_batches(batch_size=chunk_size, batch_format="numpy"))
+            batch = next(batches)
+        except StopIteration:
+            break
+        except Exception as error:
+            if isinstance(error, BadRecordError) or not _from_ray(error):
+                raise
+            raise RayEngineError(
+                f"the Ray job failed: {type(error).__name__}: {error}. The output holds "
+                "every turn written before the failure; run again with --resume "
+                "(resume=True) to score the rest"
+            ) from error
+        results = _decode(batch, summary)
+        if results or parts is not None:
+            yield results
+        if stop.is_set():
+            return
+    stop.input_exhausted = True
 
 
 def _decode(batch: dict[str, Any], summary: RescoreSummary) -> list[TurnResult]:
@@ -376,9 +254,12 @@ def _decode(batch: dict[str, Any], summary: RescoreSummary) -> list[TurnResult]:
         if kind == "stats":
             _add_read_counters(summary, row)
             continue
+        if kind == "part":
+            add_part_tallies(summary, row)
+            continue
         _add_turn_counters(summary, row)
-        scored = _SCORES.validate_json(bytes(scores))
-        for turn, item in zip(_TURNS.validate_json(bytes(turns)), scored, strict=True):
+        scored = SCORES.validate_json(bytes(scores))
+        for turn, item in zip(TURNS.validate_json(bytes(turns)), scored, strict=True):
             by_name = {score.name: score for score in item["scores"]}
             results.append(TurnResult(turn, by_name, item["durations"]))
     return results
@@ -391,14 +272,14 @@ def _from_ray(error: BaseException) -> bool:
 
 def _add_read_counters(summary: RescoreSummary, counters: dict[str, int]) -> None:
     """Add one file's read counters to the run's summary."""
-    for name in _READ_COUNTERS:
+    for name in READ_COUNTERS:
         setattr(summary.read, name, getattr(summary.read, name) + counters.get(name, 0))
 
 
 def _add_turn_counters(summary: RescoreSummary, row: dict[str, Any]) -> None:
     """Add one trace's counters (turns, incomplete reasons, gold answers) to the summary."""
     counts = summary.counts
-    for name in _TURN_COUNTERS:
+    for name in TURN_COUNTERS:
         setattr(counts, name, getattr(counts, name) + row["counts"].get(name, 0))
     for reason, number in row["incomplete"].items():
         counts.incomplete[reason] = counts.incomplete.get(reason, 0) + number

@@ -25,6 +25,7 @@ __all__ = [
     "BLOCK_SIZE",
     "download",
     "list_objects",
+    "move_object",
     "object_size",
     "open_object",
     "remove_objects",
@@ -135,3 +136,14 @@ def remove_objects(url: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         if fs.exists(key):
             fs.rm(key, recursive=True)
+
+
+def move_object(source: str, target: str) -> None:
+    """Move one object to another key of the same store (a server-side copy, then a delete):
+    the target appears whole or not at all."""
+    fs, key = filesystem(source)
+    _, target_key = filesystem(target)
+    try:
+        fs.mv(key, target_key)
+    except Exception as error:
+        raise storage_error(target, error, "write") from None

@@ -19,7 +19,13 @@ from groundwire.offline.writers._base import ResultWriter
 from groundwire.offline.writers._baseline import Baseline, BaselineError, Comparison, load_baseline
 from groundwire.offline.writers._html import HtmlReportWriter
 from groundwire.offline.writers._lines import CSV_LINE_END, CsvWriter, JsonLinesWriter, csv_header
-from groundwire.offline.writers._parquet import ParquetWriter, parquet_schema, part_files
+from groundwire.offline.writers._parquet import (
+    PART_GLOB,
+    ParquetWriter,
+    parquet_row,
+    parquet_schema,
+    part_files,
+)
 from groundwire.offline.writers._parquet import _pyarrow as load_pyarrow
 from groundwire.offline.writers._report_compare import comparison_html, insert_comparison
 from groundwire.offline.writers._report_steps import insert_steps
@@ -28,6 +34,7 @@ from groundwire.offline.writers._target import (
     OutputPathError,
     OutputTarget,
     check_output_paths,
+    is_parts_dir,
     partial_path,
 )
 from groundwire.offline.writers._xlsx import XlsxWriter
@@ -36,6 +43,7 @@ __all__ = [
     "APPENDABLE_SUFFIXES",
     "CSV_LINE_END",
     "OUTPUT_SUFFIXES",
+    "PART_GLOB",
     "Baseline",
     "BaselineError",
     "Comparison",
@@ -53,10 +61,12 @@ __all__ = [
     "csv_header",
     "insert_comparison",
     "insert_steps",
+    "is_parts_dir",
     "load_baseline",
     "load_pyarrow",
     "open_writer",
     "output_suffix",
+    "parquet_row",
     "parquet_schema",
     "part_files",
     "partial_path",

@@ -20,7 +20,14 @@ from typing import Any, Final
 from groundwire.offline._results import TurnResult
 from groundwire.offline.writers._lines import details_json
 
-__all__ = ["PART_GLOB", "ParquetWriter", "merge_parts", "parquet_schema", "part_files"]
+__all__ = [
+    "PART_GLOB",
+    "ParquetWriter",
+    "merge_parts",
+    "parquet_row",
+    "parquet_schema",
+    "part_files",
+]
 
 _ROW_GROUP: Final = 4_096
 PART_GLOB: Final = "part-*.parquet"
@@ -58,6 +65,22 @@ def parquet_schema(evaluators: Sequence[str]) -> Any:
     return pa.schema(fields)
 
 
+def parquet_row(result: TurnResult, evaluators: Sequence[str]) -> dict[str, Any]:
+    """One turn's row of the output (`parquet_schema(evaluators)`'s columns)."""
+    values = result.values()
+    row: dict[str, Any] = {
+        "trace_id": result.turn.trace_id,
+        "span_id": result.turn.span_id,
+        "query": result.turn.query,
+        "details": details_json(result),
+    }
+    for name in evaluators:
+        score = result.scores.get(name)
+        row[name] = values.get(name)
+        row[f"{name}.label"] = score.label if score else None
+    return row
+
+
 def part_files(folder: Path) -> list[Path]:
     """The complete part files of a partial directory, in write order."""
     return sorted(folder.glob(PART_GLOB))
@@ -88,18 +111,7 @@ class ParquetWriter:
 
     def write(self, result: TurnResult) -> None:
         """Buffer the turn's row; a full row group is written out."""
-        values = result.values()
-        row: dict[str, Any] = {
-            "trace_id": result.turn.trace_id,
-            "span_id": result.turn.span_id,
-            "query": result.turn.query,
-            "details": details_json(result),
-        }
-        for name in self._evaluators:
-            score = result.scores.get(name)
-            row[name] = values.get(name)
-            row[f"{name}.label"] = score.label if score else None
-        self._rows.append(row)
+        self._rows.append(parquet_row(result, self._evaluators))
         if len(self._rows) >= _ROW_GROUP:
             self._flush()
 
@@ -132,7 +144,10 @@ class ParquetWriter:
 def merge_parts(folder: Path, target: Path, *, keep_existing: bool) -> None:
     """Merge OUT's row groups (when `keep_existing`) and the parts into OUT, then drop the parts."""
     pa = _pyarrow()
-    sources = ([target] if keep_existing and target.exists() else []) + part_files(folder)
+    existing: list[Path] = []
+    if keep_existing and target.exists():  # a directory of parts: a Ray run's output
+        existing = part_files(target) if target.is_dir() else [target]
+    sources = existing + part_files(folder)
     merged = folder / f"merged{_WRITING}"
     writer = None
     try:
@@ -150,6 +165,10 @@ def merge_parts(folder: Path, target: Path, *, keep_existing: bool) -> None:
     finally:
         if writer is not None:
             writer.close()
+    if target.is_dir():
+        for part in target.iterdir():
+            part.unlink()
+        target.rmdir()
     os.replace(merged, target)
     for part in folder.iterdir():
         part.unlink()

@@ -21,6 +21,7 @@ __all__ = [
     "OutputPathError",
     "OutputTarget",
     "check_output_paths",
+    "is_parts_dir",
     "partial_path",
 ]
 
@@ -40,6 +41,14 @@ def partial_path(path: str | os.PathLike[str]) -> Path:
     return target.with_name(f"{target.stem}{_PARTIAL}{target.suffix}")
 
 
+def is_parts_dir(path: Path) -> bool:
+    """True for a `.parquet` directory that holds only Parquet part files (`part-*.parquet`,
+    what the Ray engine's workers write): an output a run may replace or resume."""
+    if path.suffix.lower() != _PARQUET or not path.is_dir():
+        return False
+    return all(child.is_file() and child.suffix == _PARQUET for child in path.iterdir())
+
+
 def _same(a: Path, b: Path) -> bool:
     """True when two paths name one file: equal once resolved, or the same inode (hard links)."""
     if a.resolve() == b.resolve():
@@ -52,7 +61,7 @@ def _same(a: Path, b: Path) -> bool:
 
 def _check_writable(label: str, path: Path) -> None:
     """OutputPathError when `path` is a directory or its nearest existing folder is not writable."""
-    if path.is_dir():
+    if path.is_dir() and not is_parts_dir(path):
         raise OutputPathError(f"{label} {path} is a directory; give a file name")
     folder = path.parent
     while not folder.exists():

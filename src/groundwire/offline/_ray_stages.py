@@ -1,0 +1,233 @@
+"""The Ray engine's stages, run in Ray tasks: read a file, assemble the key-sorted traces,
+score (and, when the workers write OUT, write) a batch of them.
+
+Rows travel between stages as `{"key", "data"}` (read) and then `{"kind", "payload", "turns",
+"scores"}`: `kind` is `stats` (one file's read counters), `trace` (a trace's counters, its turns
+as JSON) or `part` (the tallies of a part file the workers wrote; see `_ray_parts`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterator
+from typing import Any, Final
+
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict
+
+from groundwire._registry import resolve_evaluators
+from groundwire._types import RagTurn, Score
+from groundwire.offline._grouping import (
+    decode_fragment,
+    encode_fragment,
+    fragments,
+    merge_fragments,
+    order_key,
+)
+from groundwire.offline._pipeline import TurnCounts, split_evaluations, trace_turns
+from groundwire.offline._ray_parts import PartsPlace, write_part
+from groundwire.offline._scoring import score_chunk
+from groundwire.offline.expected import ExpectedAnswers
+from groundwire.offline.readers import BadRecordError, Problems, ReadStats, TraceFormat, read_file
+
+__all__ = [
+    "READ_COUNTERS",
+    "SCORES",
+    "TURNS",
+    "TURN_COUNTERS",
+    "ReadFile",
+    "assemble_blocks",
+    "score_batch",
+]
+
+READ_COUNTERS = (
+    "files",
+    "records",
+    "spans",
+    "bad_records",
+    "other_records",
+    "bytes_done",
+    "log_records",
+    "damaged_files",
+)
+TURN_COUNTERS = (
+    "traces",
+    "turns",
+    "resumed",
+    "evaluation_spans",
+    "evaluation_logs",
+    "duplicate_spans",
+    "duplicate_turns",
+    "parent_missing",
+)
+_STATS_KEY = ""
+"""The group key of the per-file counters rows (sorts before every trace key)."""
+
+
+class ReadFile:
+    """Ray `flat_map` function: one file path row -> one row per (record, trace), then counters."""
+
+    def __init__(self, fmt: TraceFormat | None, strict: bool) -> None:
+        self.fmt, self.strict = fmt, strict
+
+    def __call__(self, row: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Stream the file's span fragments keyed by trace, and finish with its counters."""
+        stats = ReadStats()
+        problems = Problems(strict=self.strict, stats=stats)
+        path = row["path"]
+        try:
+            for batch in read_file(path, problems, fmt=self.fmt):
+                for trace_id, spans in fragments(batch.spans).items():
+                    yield {"key": order_key(trace_id), "data": encode_fragment(spans)}
+        except OSError as error:
+            problems.report(str(path), f"cannot read the file: {error.strerror or error}")
+        except ValueError as error:
+            if isinstance(error, BadRecordError):
+                raise
+            problems.report(str(path), str(error))
+        counters = {name: getattr(stats, name) for name in READ_COUNTERS}
+        yield {"key": _STATS_KEY, "data": json.dumps(counters).encode()}
+
+
+def assemble_blocks(
+    batch: dict[str, Any],
+    expected: ExpectedAnswers | None,
+    skip: Collection[tuple[str, str]],
+) -> dict[str, list[Any]]:
+    """Ray `map_batches` function over whole blocks of the key-sorted rows: each trace's
+    fragments (consecutive rows of one key; the sort keeps a key within one block, the rule
+    `map_groups` itself relies on) -> one row of its turns and counters; counters rows pass.
+
+    One call per block rather than one per trace (`map_groups`): Ray's per-group slicing and
+    batch conversion cost more than assembling the trace (see docs/offline.md, "Ray").
+    """
+    keys, data = batch["key"], batch["data"]
+    out: dict[str, list[Any]] = {"kind": [], "payload": [], "turns": []}
+    start = 0
+    for end in range(1, len(keys) + 1):
+        if end < len(keys) and keys[end] == keys[start]:
+            continue
+        if str(keys[start]) == _STATS_KEY:
+            for item in data[start:end]:
+                out["kind"].append("stats")
+                out["payload"].append(bytes(item).decode())
+                out["turns"].append(b"[]")
+        else:
+            counters, turns = _assemble_trace(list(data[start:end]), expected, skip)
+            out["kind"].append("trace")
+            out["payload"].append(counters)
+            out["turns"].append(turns)
+        start = end
+    return out
+
+
+def _assemble_trace(
+    data: list[bytes],
+    expected: ExpectedAnswers | None,
+    skip: Collection[tuple[str, str]],
+) -> tuple[str, bytes]:
+    """One trace's fragments -> its counters (JSON) and its turns (JSON, pydantic's encoder)."""
+    fragments = [decode_fragment(bytes(d)) for d in data]
+    merged = merge_fragments(fragments)  # a span read twice (Collector retry) is kept once
+    spans, left_out = split_evaluations(merged)
+    counts = TurnCounts(
+        evaluation_spans=len(left_out),
+        duplicate_spans=sum(map(len, fragments)) - len(merged),
+    )
+    matched_before = expected.matched if expected is not None else 0
+    turns = list(trace_turns(spans, counts, expected=expected, skip=skip, absent=left_out))
+    counters = {
+        "counts": {name: getattr(counts, name) for name in TURN_COUNTERS},
+        "incomplete": counts.incomplete,
+        "matched": (expected.matched - matched_before) if expected is not None else 0,
+    }
+    return json.dumps(counters), TURNS.dump_json(turns)
+
+
+class _Scored(TypedDict):
+    """One turn's scores, as they travel from a scoring actor to the driver."""
+
+    scores: list[Score]
+    durations: dict[str, float]
+
+
+TURNS: Final = TypeAdapter(list[RagTurn])
+"""Turns to and from JSON in pydantic's own (compiled) encoder and parser: one call per trace."""
+SCORES: Final = TypeAdapter(list[_Scored])
+"""A trace's turns' scores to and from JSON, likewise."""
+
+
+_EVALUATORS: dict[str, list[Any]] = {}
+"""In each Ray worker process: the evaluators of the run it scores for, by run id (one run)."""
+
+
+def _evaluators(run: str, spec: Any) -> list[Any]:
+    """The run's evaluators, built once per worker process and run (the previous run's are
+    dropped): what a scoring actor held, without starting an actor process for every run."""
+    found = _EVALUATORS.get(run)
+    if found is None:
+        _EVALUATORS.clear()
+        found = _EVALUATORS[run] = list(resolve_evaluators(spec))
+    return found
+
+
+def score_batch(
+    batch: dict[str, Any],
+    run: str,
+    spec: Any,
+    concurrency: int,
+    parts: PartsPlace | None = None,
+) -> dict[str, Any]:
+    """Ray `map_batches` function: score every turn of the batch's rows in one chunk.
+
+    Without `parts`, a `scores` column is added and the turns column passes through as it came
+    (the driver reads the turns from it: a turn is encoded once, by the task that assembled it).
+    With `parts`, the task writes the rows itself (`write_part`) and hands back only counters:
+    the files' read counters, the traces' counters summed, and the part's tallies.
+    """
+    evaluators = _evaluators(run, spec)
+    per_row = [TURNS.validate_json(bytes(turns)) for turns in batch["turns"]]
+    done = score_chunk([t for row in per_row for t in row], evaluators, concurrency)
+    if parts is not None:
+        return _counters_only(batch, write_part(parts, done))
+    results = iter(done)
+    scores: list[bytes] = []
+    for row in per_row:
+        scored = [next(results) for _ in row]
+        scores.append(
+            SCORES.dump_json(
+                [{"scores": list(r.scores.values()), "durations": r.durations} for r in scored]
+            )
+        )
+    return {
+        "kind": batch["kind"],
+        "payload": batch["payload"],
+        "turns": batch["turns"],
+        "scores": scores,
+    }
+
+
+def _counters_only(batch: dict[str, Any], tallies: str) -> dict[str, Any]:
+    """A written batch's rows for the driver: its `stats` rows, one `trace` row of the traces'
+    counters summed, and the `part` row of its tallies (no turn, no score)."""
+    kinds: list[str] = []
+    payloads: list[str] = []
+    total: dict[str, Any] = {"counts": {}, "incomplete": {}, "matched": 0}
+    for kind, payload in zip(batch["kind"], batch["payload"], strict=True):
+        if kind != "trace":
+            kinds.append(str(kind))
+            payloads.append(str(payload))
+            continue
+        row = json.loads(payload)
+        for group in ("counts", "incomplete"):
+            for name, number in row[group].items():
+                total[group][name] = total[group].get(name, 0) + number
+        total["matched"] += row["matched"]
+    kinds += ["trace", "part"]
+    payloads += [json.dumps(total), tallies]
+    return {
+        "kind": kinds,
+        "payload": payloads,
+        "turns": [b"[]"] * len(kinds),
+        "scores": [b"[]"] * len(kinds),
+    }
