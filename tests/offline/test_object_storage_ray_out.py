@@ -5,13 +5,17 @@ themselves (each object whole); a failed run leaves them under the partial prefi
 from __future__ import annotations
 
 import io
+import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from groundwire._evaluator import JUDGE_UNREACHABLE
 from groundwire.offline import RescoreSummary, rescore
+from groundwire.testing import OpenAIServer, structured
 from tests.offline._ray_local import local_ray
 from tests.offline._s3_server import S3Server, s3_reader
 from tests.offline._traces import record_turns, write_groundwire_jsonl
@@ -97,3 +101,39 @@ def test_a_failed_run_leaves_its_parts_under_the_partial_prefix(server: S3Server
     assert _keys(server, "rf/o.partial.parquet/") == []
     rows = _rows(server, _keys(server, "rf/o.parquet/"))
     assert len(rows) == len({(row["trace_id"], row["span_id"]) for row in rows}) == 8
+
+
+def _skipped(row: dict[str, Any]) -> bool:
+    """True for a row whose groundedness was skipped because the judge was unreachable."""
+    entry = json.loads(row["details"])["groundedness"]
+    return (entry["details"] or {}).get("skip_reason") == JUDGE_UNREACHABLE
+
+
+def test_resume_takes_the_rows_to_score_again_out_of_the_stored_parts(
+    server: S3Server, tmp_path: Path
+) -> None:
+    """A stored parts OUT holding turns a dead judge skipped: `resume` on Ray sends the repaired
+    parts back before the workers add theirs, so the stored OUT holds each turn once, scored."""
+    source = ["s3://traces/ray-out/t.jsonl"]
+    judge = {"model": "judge-model", "api_key": "k", "cache": "off", "timeout_s": 5.0,
+             "backoff_base_s": 0.01, "backoff_max_s": 0.02}  # fmt: skip
+    refusing = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    refusing.bind(("127.0.0.1", 0))
+    port = refusing.getsockname()[1]
+    down = {
+        "quoted_spans": {},
+        "groundedness": {**judge, "base_url": f"http://127.0.0.1:{port}/v1"},
+    }
+    first = tmp_path / "first.parquet"
+    rescore(source, down, first, concurrency=1)
+    skipped = [row for row in pq.read_table(first).to_pylist() if _skipped(row)]
+    assert skipped, "the dead judge skipped no turn"
+    server.admin.upload_file(str(first), "results", "rs/o.parquet/part-00000.parquet")
+    refusing.close()
+    with OpenAIServer(structured({"rating": 2}), port=port) as judge_server:
+        up = {**down, "groundedness": {**judge, "base_url": judge_server.base_url}}
+        resumed = rescore(source, up, "s3://results/rs/o.parquet", engine="ray", resume=True)
+    assert resumed.turns_scored == len(skipped)
+    rows = _rows(server, _keys(server, "rs/o.parquet/"))
+    assert len(rows) == len({(row["trace_id"], row["span_id"]) for row in rows}) == 8
+    assert not any(_skipped(row) for row in rows)

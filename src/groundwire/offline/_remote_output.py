@@ -90,6 +90,19 @@ class StagedOutput:
                 download(self.url, self.local)
             download(self.partial_url, partial_path(self.local))
 
+    def send_repairs(self, changed: Sequence[Path]) -> None:
+        """After `--resume` repaired the local copies (rows taken out to be scored again, torn
+        parts dropped): upload each rewritten file over its object and remove the objects of
+        removed ones, so the stored OUT never keeps a row the run scores again (on Ray the
+        workers add their parts beside OUT's stored ones). StorageError when storage refuses."""
+        parent = self.url.rpartition("/")[0]
+        for path in changed:
+            url = f"{parent}/{path.relative_to(self.folder).as_posix()}"
+            if path.exists():
+                upload(path, url)
+            else:
+                remove_objects(url)
+
     def finish(
         self, summary: RescoreSummary, *, failed: bool, notice: Callable[[str], None]
     ) -> None:

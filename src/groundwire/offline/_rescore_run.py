@@ -182,6 +182,8 @@ def start(options: RescoreOptions, inputs: Inputs, lock: OutputLock | None) -> R
         if options.resume and inputs.out is not None:
             state = resume_state(inputs.out, inputs.names)
             skip, resume_notes = state.keys, state.notes
+            if inputs.remote is not None:
+                inputs.remote.send_repairs(state.changed)
             for note in state.notes:
                 inputs.notice(note)
         summary = RescoreSummary(

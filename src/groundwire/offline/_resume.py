@@ -61,6 +61,9 @@ class ResumeState:
     """One line per repair: a torn record dropped, a partial file adopted, turns to retry."""
     rescored: int = 0
     """Records taken out of OUT to be scored again (an evaluation skipped: judge unreachable)."""
+    changed: list[Path] = field(default_factory=list)
+    """Files rewritten or removed by the repairs (an OUT staged from object storage sends these
+    back, so the stored copy holds what the local one does)."""
 
 
 def _shown(data: bytes) -> str:
@@ -104,6 +107,7 @@ def _replace_with(path: Path, write: Callable[[Path], None]) -> None:
 def _note_rescored(path: Path, count: int, state: ResumeState) -> None:
     """Report the turns taken out of `path` to be scored again."""
     state.rescored += count
+    state.changed.append(path)
     state.notes.append(
         f"{path}: {count} turn{'s' if count != 1 else ''} with evaluations skipped as "
         f"{'/'.join(sorted(RESCORED_SKIP_REASONS))} taken out; scoring them again"
@@ -338,6 +342,7 @@ def _resume_parquet(path: Path, evaluators: Sequence[str] | None, state: ResumeS
     for part in part_files(folder):
         if not _parquet_keys(part, evaluators, state):
             part.unlink()
+            state.changed.append(part)
             state.notes.append(f"{part}: dropped a torn row group (no Parquet footer)")
     if state.rows > before:
         state.notes.append(
