@@ -5,6 +5,7 @@ OTLP/JSON request is encoded to protobuf once, for every reader that needs that 
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -12,13 +13,13 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tests.gateway._traces import genai_rag_trace, openinference_rag_trace, request
+from tests.gateway._traces import genai_rag_trace, new_trace_id, openinference_rag_trace, request
 
 import groundwire
-from groundwire import semconv
+from groundwire import RagTurn, Score, semconv
 from groundwire.emit import Emitter
 from groundwire.gateway._metrics import GatewayMetrics
-from groundwire.gateway._scoring import Scorer
+from groundwire.gateway._scoring import Scorer, build_scorer
 from groundwire.gateway._signals import CONTENT_JSON, CONTENT_PROTOBUF, SIGNALS, decode
 from groundwire.gateway._transport import Batch
 from groundwire.runner import BackgroundRunner, RunnerConfig
@@ -112,3 +113,54 @@ def test_a_json_request_is_encoded_to_protobuf_once() -> None:
     assert batch.body == body and batch.size == len(body)  # forwarded over HTTP as it came
     proto = Batch(SIGNALS["traces"], encoded, CONTENT_PROTOBUF, 3)
     assert proto.protobuf() is encoded
+
+
+class _HeldForOneTrace:
+    """An evaluator that holds the turns of one trace until released (a slow judge call)."""
+
+    name = "held"
+
+    def __init__(self, trace_id: str) -> None:
+        self.trace_id = trace_id
+        self.release = threading.Event()
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        if turn.trace_id == self.trace_id:
+            self.release.wait(10.0)
+        return Score(name=self.name, value=1.0)
+
+
+def _wait_finished(scorer: Scorer, count: int) -> None:
+    deadline = time.monotonic() + 10.0
+    while scorer.stats().finished < count:
+        assert time.monotonic() < deadline, scorer.stats()
+        time.sleep(0.01)
+
+
+def test_a_trace_is_reported_scored_only_when_its_own_turns_are(
+    spans: InMemorySpanExporter,
+) -> None:
+    """Two workers: trace A's turn is slow, B's (released later) finishes first. `take_scored`
+    names neither until A's own turn is finished (B's request may hold A's spans too), then
+    both, in order; the count of finished turns alone would have named A too early (its result
+    not yet written: a crash then would leave A scored with no result)."""
+    slow, fast = new_trace_id(), new_trace_id()
+    held = _HeldForOneTrace(slow)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    window = TraceWindow(quiet=0.2, max_wait=30.0, max_spans=1000, max_traces=100)
+    config = RunnerConfig(evaluators=[held], workers=2)
+    scorer = build_scorer(config, Emitter(tracer_provider=provider), window, GatewayMetrics(None))
+    try:
+        scorer.add(_protobuf(openinference_rag_trace(slow)), 3, time.monotonic())
+        scorer.tick(time.monotonic() + 0.5)
+        scorer.add(_protobuf(genai_rag_trace(fast)), 3, time.monotonic())
+        scorer.tick(time.monotonic() + 0.5)
+        _wait_finished(scorer, 1)  # B's turn finished, A's still held
+        assert scorer.take_scored() == ([], [])
+        held.release.set()
+        _wait_finished(scorer, 2)
+        assert scorer.take_scored() == ([], [slow, fast])
+    finally:
+        held.release.set()
+        scorer.shutdown(5.0)

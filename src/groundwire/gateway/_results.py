@@ -11,8 +11,9 @@ encoders; the gateway commits those requests to the queue in the same transactio
 the traces as scored, and its forwarder sends them like any accepted request. A result is then
 either committed with its scored mark or lost with it (and the trace scored again): never both.
 
-Results whose trace was already reported when they arrived (a turn that finished after a later
-one, with several workers or a slow judge), or that name no trace, go out with the next report.
+A trace is reported only once each of its turns is finished (`Scorer.turn_finished`), so its
+results are here by then; results that name no trace, or whose trace was reported before they
+arrived, go out with the next report.
 """
 
 from __future__ import annotations

@@ -27,15 +27,18 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 
+from groundwire import semconv
+from groundwire._types import RagTurn
 from groundwire.assembly import turns_from_spans
+from groundwire.emit import Emitter
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._signals import CONTENT_PROTOBUF, SIGNALS, MalformedRequestError, decode
 from groundwire.offline.readers import spans_from_message
-from groundwire.runner import BackgroundRunner, RunnerStats
+from groundwire.runner import BackgroundRunner, RunnerConfig, RunnerStats
 from groundwire.trace_window import ReleasedTrace, TraceWindow
 
-__all__ = ["ScoredReporter", "Scorer"]
+__all__ = ["ScoredReporter", "Scorer", "build_scorer"]
 
 _REMEMBER = 100_000
 """Released trace ids remembered to tell a late request's traces from new ones."""
@@ -68,8 +71,11 @@ class Scorer:
         """Open trace id -> the queued requests holding its spans."""
         self._left: dict[int, int] = {}
         """Queued request -> its traces not yet released."""
-        self._awaiting: deque[tuple[int, list[int], list[str]]] = deque()
-        """(runner submissions to finish first, requests done, trace ids scored)."""
+        self._awaiting: deque[tuple[list[str], list[int], list[str]]] = deque()
+        """(traces whose turns must finish first, requests done, trace ids scored), in order."""
+        self._unfinished: dict[str, int] = {}
+        """Trace id -> its turns queued in the runner and not finished (see `turn_finished`)."""
+        self._unfinished_lock = threading.Lock()
 
     @property
     def open_traces(self) -> int:
@@ -128,22 +134,50 @@ class Scorer:
                 self._waiting.setdefault(trace_id, []).append(seq)
 
     def _note(self, done: list[int], trace_ids: list[str]) -> None:
-        """Requests done and traces scored once the runner has finished what it was given."""
+        """Requests done and traces scored once the runner has finished the turns of these
+        traces (and of every trace noted before: a request may hold traces of both)."""
         if done or trace_ids:
-            self._awaiting.append((self.runner.stats().submitted, done, trace_ids))
+            self._awaiting.append((trace_ids, done, trace_ids))
+
+    def turn_finished(self, turn: RagTurn, outcome: str) -> None:
+        """The runner's `on_finished`: one queued turn of `turn.trace_id` has its results
+        emitted. A turn that shutdown's deadline dropped leaves its trace unfinished, so the
+        trace is not recorded as scored and a restarted gateway scores it from the queue."""
+        if outcome == semconv.OUTCOME_DROPPED:
+            return
+        key = turn.trace_id or ""
+        with self._unfinished_lock:
+            left = self._unfinished.get(key, 0) - 1
+            if left > 0:
+                self._unfinished[key] = left
+            else:
+                self._unfinished.pop(key, None)
+
+    def _queue_turn(self, turn: RagTurn) -> None:
+        """Submit one turn, counting it unfinished for its trace while the runner has it."""
+        key = turn.trace_id or ""
+        with self._unfinished_lock:
+            self._unfinished[key] = self._unfinished.get(key, 0) + 1
+        if not self.runner.submit(turn):  # sampled out or dropped at the door: nothing to wait
+            self.turn_finished(turn, semconv.OUTCOME_SAMPLED_OUT)
 
     def take_scored(self) -> tuple[list[int], list[str]]:
         """The queued requests done for scoring and the trace ids scored, whose turns the
-        runner has finished since the last call (flush their results with `flush_results`
-        before recording them)."""
-        finished = self.runner.stats().finished
+        runner has finished since the last call, in the order they were noted (flush their
+        results with `flush_results` before recording them). A trace is scored only when every
+        one of its turns is finished, whatever order the runner's workers finish them in."""
         done: list[int] = []
         ids: list[str] = []
-        while self._awaiting and self._awaiting[0][0] <= finished:
+        while self._awaiting and not self._any_unfinished(self._awaiting[0][0]):
             _, seqs, trace_ids = self._awaiting.popleft()
             done.extend(seqs)
             ids.extend(trace_ids)
         return done, ids
+
+    def _any_unfinished(self, trace_ids: list[str]) -> bool:
+        """True while a turn of one of `trace_ids` is still with the runner."""
+        with self._unfinished_lock:
+            return any(trace_id in self._unfinished for trace_id in trace_ids)
 
     def flush_results(self) -> None:
         """Export the results written so far (waits for the exporters)."""
@@ -157,7 +191,7 @@ class Scorer:
         for trace in traces:
             turns = turns_from_spans(trace.spans)
             for turn in turns:
-                self.runner.submit(turn)
+                self._queue_turn(turn)
             self._turns += len(turns)
             self._metrics.scoring_lag(now - trace.first_seen)
             self._recent[trace.trace_id] = None
@@ -180,6 +214,28 @@ class Scorer:
             logger.exception("scoring the open traces at shutdown failed")
         drained = self.runner.shutdown(max(0.0, deadline - time.monotonic()))
         return self._turns, drained
+
+
+def build_scorer(
+    config: RunnerConfig,
+    emitter: Emitter,
+    window: TraceWindow,
+    metrics: GatewayMetrics,
+    *,
+    already_scored: Iterable[str] = (),
+    flush: Callable[[], object] | None = None,
+) -> Scorer:
+    """A `Scorer` and the `BackgroundRunner` behind it, wired so that the scorer hears of each
+    finished turn (`Scorer.turn_finished`): a trace counts as scored when its own turns are."""
+    scorer: Scorer | None = None
+
+    def finished(turn: RagTurn, outcome: str) -> None:
+        if scorer is not None:
+            scorer.turn_finished(turn, outcome)
+
+    runner = BackgroundRunner(config, emitter, on_finished=finished)
+    scorer = Scorer(runner, window, metrics, already_scored=already_scored, flush=flush)
+    return scorer
 
 
 class ScoredReporter:

@@ -52,9 +52,9 @@ def _build_scorer(
 ) -> Any:
     """The runner, emitter and trace window behind scoring (in the child)."""
     from groundwire._registry import resolve_evaluators
-    from groundwire.gateway._scoring import Scorer
+    from groundwire.gateway._scoring import build_scorer
     from groundwire.gateway._services import ServiceEmitter
-    from groundwire.runner import BackgroundRunner, RunnerConfig
+    from groundwire.runner import RunnerConfig
     from groundwire.trace_window import TraceWindow
 
     names = list(config.evaluators)
@@ -83,8 +83,7 @@ def _build_scorer(
         if providers.logger_provider is not None:
             providers.logger_provider.force_flush(5_000)
 
-    runner = BackgroundRunner(runner_config, emitter)
-    return Scorer(runner, window, metrics, already_scored=scored, flush=flush)
+    return build_scorer(runner_config, emitter, window, metrics, already_scored=scored, flush=flush)
 
 
 def check_evaluators(config: GatewayConfig) -> None:

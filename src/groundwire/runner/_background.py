@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from groundwire import semconv
 from groundwire._evaluator import AnyEvaluator, EvaluationOutcome, is_async_evaluator
@@ -52,9 +53,19 @@ class BackgroundRunner:
     """Scores turns off the app's thread; see the module docstring for how its parts fit."""
 
     def __init__(
-        self, config: RunnerConfig, emitter: Emitter, *, budget: TokenBudget | None = None
+        self,
+        config: RunnerConfig,
+        emitter: Emitter,
+        *,
+        budget: TokenBudget | None = None,
+        on_finished: Callable[[RagTurn, str], None] | None = None,
     ):
+        """`on_finished(turn, outcome)` is told of each queued turn once its results are
+        emitted and its outcome counted (`scored`, `error`, `dropped`, ...), on the thread that
+        finished it: the gateway uses it to know which traces are scored, whatever the order
+        turns finish in. It must be quick and not raise (an exception is logged)."""
         self.config = config
+        self._on_finished = on_finished
         self._emitter = emitter
         background = config.background_evaluators
         self._sync = [e for e in background if not is_async_evaluator(e)]
@@ -197,6 +208,11 @@ class BackgroundRunner:
             self._emission.count(job.turn, pending, semconv.OUTCOME_DROPPED)
         self._emission.emit_span(job.turn, scores)
         self._admission.count_finished(job, outcome)
+        if self._on_finished is not None:
+            try:
+                self._on_finished(job.turn, outcome)
+            except Exception:
+                logger.exception("the on_finished hook failed")
 
     def _flush_deferred(self) -> None:
         """Turn the deferred sampled-out/dropped turn counts into metric points."""
