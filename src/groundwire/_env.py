@@ -9,7 +9,9 @@ usual spellings and anything else is a ValueError.
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
 
 __all__ = [
     "FALSE",
@@ -18,6 +20,7 @@ __all__ = [
     "env_flag_or_list",
     "env_float",
     "env_int",
+    "env_json_options",
     "env_list",
     "env_rates",
     "env_str",
@@ -101,6 +104,22 @@ def env_rates(name: str) -> dict[str, float] | None:
         except ValueError:
             raise ValueError(f"{name} must look like 'name=0.5,other=0.1', got {raw!r}") from None
     return rates
+
+
+def env_json_options(name: str) -> dict[str, dict[str, Any]] | None:
+    """A JSON object of objects (`{"quote_verification": {"cosine": "off"}}`); None when unset;
+    a ValueError naming the variable when it is not valid JSON or not of that shape."""
+    raw = env_str(name)
+    if raw is None:
+        return None
+    shape = f'{name} must be a JSON object of options by name, e.g. {{"name": {{"option": 1}}}}'
+    try:
+        value = json.loads(raw)
+    except ValueError as error:
+        raise ValueError(f"{shape}; it is not valid JSON ({error})") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ValueError(f"{shape}, got {raw!r}")
+    return value
 
 
 def env_flag_or_list(name: str) -> bool | list[str] | None:

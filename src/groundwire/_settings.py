@@ -22,11 +22,12 @@ from groundwire._env import (
     env_flag_or_list,
     env_float,
     env_int,
+    env_json_options,
     env_list,
     env_rates,
     env_str,
 )
-from groundwire._registry import resolve_evaluators
+from groundwire._registry import get_evaluator, resolve_evaluators
 from groundwire._switch import DEFAULT_SWITCH_INTERVAL_S, check_switch_interval
 from groundwire._types import RagTurn
 from groundwire.capture import CaptureConfig
@@ -290,13 +291,42 @@ def runner_config(settings: Settings) -> RunnerConfig:
         )
         inline = ()
     config = RunnerConfig(
-        evaluators=resolve_evaluators(s.evaluators),
+        evaluators=resolve_evaluators(_with_env_options(s.evaluators)),
         inline=frozenset(inline),
         turn_filter=turn_filter,
         **{name: getattr(s, name) for name in _PASSED_TO_RUNNER},
     )
     _check_outputs(s, config)
     return config
+
+
+def _with_env_options(evaluators: Any) -> Any:
+    """`evaluators` with the evaluators named by name built with their options from
+    `GROUNDWIRE_EVALUATOR_OPTIONS` (the only way to give options where the evaluators are only
+    names, as in `GROUNDWIRE_EVALUATORS`); ValueError naming the variable when it names an
+    evaluator that is not among them by name."""
+    options = env_json_options(semconv.ENV_EVALUATOR_OPTIONS)
+    if not options or isinstance(evaluators, str | Mapping):
+        return evaluators
+    names = [item for item in evaluators if isinstance(item, str)]
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        raise ValueError(
+            f"{semconv.ENV_EVALUATOR_OPTIONS} gives options for {unknown}, which are not among "
+            f"the evaluators named {names}"
+        )
+    return [
+        _built(item, options[item]) if isinstance(item, str) and item in options else item
+        for item in evaluators
+    ]
+
+
+def _built(name: str, options: dict[str, Any]) -> Any:
+    """The evaluator `name` with `options`; a bad option is a ValueError naming the variable."""
+    try:
+        return get_evaluator(name, **options)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{semconv.ENV_EVALUATOR_OPTIONS}: {name}: {error}") from None
 
 
 def _check_outputs(s: Settings, config: RunnerConfig) -> None:

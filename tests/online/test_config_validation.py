@@ -134,3 +134,44 @@ def test_an_unknown_groundwire_variable_is_reported(
     monkeypatch.setenv("GROUNDWIRE_EVALUATOR", "quoted_spans")
     _configure(telemetry)
     assert any("ignored: GROUNDWIRE_EVALUATOR (" in r.getMessage() for r in caplog.records)
+
+
+def test_evaluator_options_from_the_environment_build_the_named_evaluators(
+    telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GROUNDWIRE_EVALUATOR_OPTIONS gives options to evaluators named by name (the no-code set-up
+    has nothing else): quote_verification with its cosine off scores without the embedding
+    model, as the README's live example does."""
+    monkeypatch.setenv(semconv.ENV_EVALUATORS, "quoted_spans,quote_verification")
+    monkeypatch.setenv(semconv.ENV_EVALUATOR_OPTIONS, '{"quote_verification": {"cosine": "off"}}')
+    handle = _configure(telemetry, evaluators=None)
+    try:
+        built = {e.name: e for e in handle.runner.config.evaluators}
+        assert set(built) == {"quoted_spans", "quote_verification"}
+        assert built["quote_verification"].options.cosine == "off"
+    finally:
+        handle.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("{not json", "GROUNDWIRE_EVALUATOR_OPTIONS must be a JSON object .*not valid JSON"),
+        ('["quote_verification"]', "GROUNDWIRE_EVALUATOR_OPTIONS must be a JSON object"),
+        ('{"groundedness": {}}',
+         r"GROUNDWIRE_EVALUATOR_OPTIONS gives options for \['groundedness'\]"),
+        ('{"quote_verification": {"cosine": "sometimes"}}',
+         "GROUNDWIRE_EVALUATOR_OPTIONS: quote_verification: .*cosine"),
+    ],
+)  # fmt: skip
+def test_bad_evaluator_options_name_the_variable(
+    telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch, value: str, message: str
+) -> None:
+    """Not JSON, not an object of objects, an evaluator not named, a bad option: one ValueError
+    naming the variable, before anything is installed."""
+    monkeypatch.setenv(semconv.ENV_EVALUATORS, "quote_verification")
+    monkeypatch.setenv(semconv.ENV_EVALUATOR_OPTIONS, value)
+    before = _processors(telemetry)
+    with pytest.raises(ValueError, match=message):
+        _configure(telemetry, evaluators=None)
+    assert _processors(telemetry) == before
