@@ -1,6 +1,6 @@
 """OTLP export requests decoded into plain frozen records (hex ids, Python attribute values).
 
-What the test receivers in `_otlp_receiver` keep of each request: `decode_spans`,
+What the test receivers (`_otlp_http`, `_otlp_grpc`) keep of each request: `decode_spans`,
 `decode_metric_points` and `decode_log_records` turn an `Export*ServiceRequest` into
 `ReceivedSpan`, `ReceivedMetricPoint` and `ReceivedLogRecord` records to assert on.
 """
@@ -144,14 +144,7 @@ def decode_spans(request: Any) -> list[ReceivedSpan]:
                             ReceivedEvent(e.name, _attributes(e.attributes), e.time_unix_nano)
                             for e in span.events
                         ),
-                        links=tuple(
-                            ReceivedLink(
-                                link.trace_id.hex(),
-                                link.span_id.hex(),
-                                _attributes(link.attributes),
-                            )
-                            for link in span.links
-                        ),
+                        links=tuple(_link(link) for link in span.links),
                         status_code=span.status.code,
                         resource=resource,
                         scope=scope_spans.scope.name,
