@@ -1,7 +1,7 @@
 """What a test OTLP receiver has collected: the thread-safe store both receivers feed.
 
 `OtlpHttpReceiver` and `OtlpGrpcReceiver` differ only in how requests arrive; each decoded request
-lands here (`_add_traces`, `_add_metrics`, `_add_logs`), is counted per signal (`_count`), and is
+lands here (`_keep`, decoded by its signal's decoder), is counted per signal (`_count`), and is
 read back by the test (`spans`, `metric_points`, `log_records`, `wait_for`).
 """
 
@@ -24,67 +24,66 @@ from groundwire.testing._otlp_decode import (
 __all__ = ["Collector"]
 
 
+_DECODERS: dict[str, Callable[[Any], list[Any]]] = {
+    "traces": decode_spans,
+    "metrics": decode_metric_points,
+    "logs": decode_log_records,
+}
+"""Each signal's decoder: an `Export*ServiceRequest` to the records a test asserts on."""
+
+
 class Collector:
-    """What a receiver has collected so far; thread-safe."""
+    """What a receiver has collected so far, by signal (`traces`, `metrics`, `logs`);
+    thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Condition()
-        self._spans: list[ReceivedSpan] = []
-        self._points: list[ReceivedMetricPoint] = []
-        self._logs: list[ReceivedLogRecord] = []
-        self.log_requests = 0
-        """Log export requests received (including ones answered with an error)."""
-        self.trace_requests = 0
+        self._kept: dict[str, list[Any]] = {signal: [] for signal in _DECODERS}
+        self._requests: dict[str, int] = dict.fromkeys(_DECODERS, 0)
+
+    @property
+    def trace_requests(self) -> int:
         """Trace export requests received (including ones answered with an error)."""
-        self.metric_requests = 0
+        return self._requests["traces"]
+
+    @property
+    def metric_requests(self) -> int:
         """Metric export requests received (including ones answered with an error)."""
+        return self._requests["metrics"]
 
-    def _add_traces(self, request: Any) -> None:
-        """Decode and keep the spans of one request."""
-        spans = decode_spans(request)
-        with self._lock:
-            self._spans.extend(spans)
-            self._lock.notify_all()
+    @property
+    def log_requests(self) -> int:
+        """Log export requests received (including ones answered with an error)."""
+        return self._requests["logs"]
 
-    def _add_metrics(self, request: Any) -> None:
-        """Decode and keep the metric points of one request."""
-        points = decode_metric_points(request)
+    def _keep(self, signal: str, request: Any) -> None:
+        """Decode and keep the telemetry of one request of `signal`."""
+        records = _DECODERS[signal](request)
         with self._lock:
-            self._points.extend(points)
-            self._lock.notify_all()
-
-    def _add_logs(self, request: Any) -> None:
-        """Decode and keep the log records of one request."""
-        records = decode_log_records(request)
-        with self._lock:
-            self._logs.extend(records)
+            self._kept[signal].extend(records)
             self._lock.notify_all()
 
     def _count(self, signal: str) -> None:
         """Count one export request of `signal`."""
         with self._lock:
-            if signal == "traces":
-                self.trace_requests += 1
-            elif signal == "logs":
-                self.log_requests += 1
-            else:
-                self.metric_requests += 1
+            self._requests[signal] += 1
             self._lock.notify_all()
 
     def spans(self, name: str | None = None) -> list[ReceivedSpan]:
         """Spans received so far (optionally only those called `name`), in arrival order."""
         with self._lock:
-            return [s for s in self._spans if name is None or s.name == name]
+            return [s for s in self._kept["traces"] if name is None or s.name == name]
 
     def metric_points(self, name: str | None = None) -> list[ReceivedMetricPoint]:
         """Metric data points received so far (optionally of one metric)."""
         with self._lock:
-            return [p for p in self._points if name is None or p.name == name]
+            return [p for p in self._kept["metrics"] if name is None or p.name == name]
 
     def log_records(self, event_name: str | None = None) -> list[ReceivedLogRecord]:
         """Log records received so far (optionally only events called `event_name`)."""
         with self._lock:
-            return [r for r in self._logs if event_name is None or r.event_name == event_name]
+            kept = self._kept["logs"]
+            return [r for r in kept if event_name is None or r.event_name == event_name]
 
     def wait_for(self, predicate: Callable[[Self], bool], timeout_s: float = 10.0) -> bool:
         """Wait until `predicate(self)` holds; False when `timeout_s` passes first."""
@@ -100,6 +99,5 @@ class Collector:
     def clear(self) -> None:
         """Forget everything received so far."""
         with self._lock:
-            self._spans.clear()
-            self._points.clear()
-            self._logs.clear()
+            for kept in self._kept.values():
+                kept.clear()

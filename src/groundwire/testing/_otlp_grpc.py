@@ -6,7 +6,6 @@ counts and keeps, and it answers with the signal's empty response.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent import futures
 from typing import Any, Self
 
@@ -34,8 +33,6 @@ class _Service:
     acknowledges it with the signal's empty response."""
 
     signal = ""
-    keep: Callable[[Collector, Any], None]
-    """The collector's method that keeps this signal's requests."""
     response: Any = None
 
     def __init__(self, collector: Collector) -> None:
@@ -44,7 +41,7 @@ class _Service:
     def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
         """Keep the request's telemetry and acknowledge it."""
         self._collector._count(self.signal)
-        self.keep(self._collector, request)
+        self._collector._keep(self.signal, request)
         return self.response()
 
 
@@ -52,7 +49,6 @@ class _TraceService(_Service, trace_service_pb2_grpc.TraceServiceServicer):
     """The OTLP trace service."""
 
     signal = "traces"
-    keep = staticmethod(Collector._add_traces)
     response = trace_service_pb2.ExportTraceServiceResponse
 
 
@@ -60,7 +56,6 @@ class _MetricsService(_Service, metrics_service_pb2_grpc.MetricsServiceServicer)
     """The OTLP metrics service."""
 
     signal = "metrics"
-    keep = staticmethod(Collector._add_metrics)
     response = metrics_service_pb2.ExportMetricsServiceResponse
 
 
@@ -68,7 +63,6 @@ class _LogsService(_Service, logs_service_pb2_grpc.LogsServiceServicer):
     """The OTLP logs service."""
 
     signal = "logs"
-    keep = staticmethod(Collector._add_logs)
     response = logs_service_pb2.ExportLogsServiceResponse
 
 

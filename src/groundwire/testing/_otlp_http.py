@@ -149,12 +149,7 @@ class OtlpHttpReceiver(Collector):
         except ValueError as error:  # the exporter gets a 400 naming the problem, not a reset
             _answer(handler, 400, str(error).encode(), "text/plain; charset=utf-8")
             return
-        if signal == "traces":
-            self._add_traces(request)
-        elif signal == "logs":
-            self._add_logs(request)
-        else:
-            self._add_metrics(request)
+        self._keep(signal, request)
         if as_json:
             _answer(handler, 200, b"{}", "application/json")
         else:
