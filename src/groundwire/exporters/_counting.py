@@ -10,7 +10,7 @@ link is made one way.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, overload
+from typing import Any, TypeVar
 
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.trace import ReadableSpan
@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from groundwire.exporters._guard import ExportGuard
 
 __all__ = [
+    "Counting",
     "CountingBatchLogRecordProcessor",
     "CountingBatchSpanProcessor",
     "count_into",
@@ -68,38 +69,19 @@ def count_into(
         guards.append(guard)
 
 
-_COUNTING: dict[str, Any] = {
-    "traces": CountingBatchSpanProcessor,
-    "logs": CountingBatchLogRecordProcessor,
-}
+Counting = TypeVar("Counting", CountingBatchSpanProcessor, CountingBatchLogRecordProcessor)
+"""One of the two counting batch processors."""
 
 
-@overload
 def counting_batch(
-    signal: Literal["traces"],
+    kind: type[Counting],
     exporter: Any,
     guard: ExportGuard | None,
     guards: list[ExportGuard] | None = None,
     **options: Any,
-) -> CountingBatchSpanProcessor: ...
-@overload
-def counting_batch(
-    signal: Literal["logs"],
-    exporter: Any,
-    guard: ExportGuard | None,
-    guards: list[ExportGuard] | None = None,
-    **options: Any,
-) -> CountingBatchLogRecordProcessor: ...
-def counting_batch(
-    signal: Literal["traces", "logs"],
-    exporter: Any,
-    guard: ExportGuard | None,
-    guards: list[ExportGuard] | None = None,
-    **options: Any,
-) -> CountingBatchSpanProcessor | CountingBatchLogRecordProcessor:
-    """A counting batch processor of `signal` over `exporter` (`options` go to the SDK's
+) -> Counting:
+    """A counting batch processor of `kind` over `exporter` (`options` go to the SDK's
     processor), its count given to `guard`, and `guard` listed in `guards`."""
-    batch: CountingBatchSpanProcessor | CountingBatchLogRecordProcessor
-    batch = _COUNTING[signal](exporter, **options)
+    batch = kind(exporter, **options)
     count_into(guard, lambda: batch.given, guards)
     return batch

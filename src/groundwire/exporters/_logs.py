@@ -19,6 +19,7 @@ from opentelemetry._logs._internal import ProxyLoggerProvider
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.resources import Resource
 
+from groundwire.exporters._counting import CountingBatchLogRecordProcessor
 from groundwire.exporters._guard import ExportGuard
 from groundwire.exporters._jsonl import JsonLinesFile, JsonLinesLogExporter
 from groundwire.exporters._providers import ExporterChoice, add_counting_batch
@@ -79,5 +80,7 @@ def build_logger_provider(
     if logs_disabled():
         return provider
     add = provider.add_log_record_processor
-    add_counting_batch("logs", add, choice, file, guards, batch_options)
+    add_counting_batch(
+        "logs", CountingBatchLogRecordProcessor, add, choice, file, guards, batch_options
+    )
     return provider

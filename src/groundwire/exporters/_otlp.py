@@ -223,12 +223,14 @@ def build_otlp_providers(
     options: dict[str, Any] = {}
     if batch_delay_millis is not None:
         options["schedule_delay_millis"] = batch_delay_millis
-    span_processor = counting_batch("traces", *exporter("traces"), **options)
+    span_processor = counting_batch(CountingBatchSpanProcessor, *exporter("traces"), **options)
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     tracer_provider.add_span_processor(span_processor)
     logger_provider = log_processor = None
     if logs:
-        log_processor = counting_batch("logs", *exporter("logs"), **options)
+        log_processor = counting_batch(
+            CountingBatchLogRecordProcessor, *exporter("logs"), **options
+        )
         logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         logger_provider.add_log_record_processor(log_processor)
     meter_exporter, _ = exporter("metrics")

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from groundwire._breaker import CircuitBreaker
 from groundwire.emit import metric_views
-from groundwire.exporters._counting import counting_batch
+from groundwire.exporters._counting import Counting, CountingBatchSpanProcessor, counting_batch
 from groundwire.exporters._guard import (
     ExportGuard,
     GuardedLogExporter,
@@ -166,18 +166,19 @@ _GUARDED: dict[str, Any] = {
 
 
 def add_counting_batch(
-    signal: Literal["traces", "logs"],
-    add: Callable[[Any], None],
+    signal: str,
+    kind: type[Counting],
+    add: Callable[[Counting], None],
     choice: ExporterChoice,
     file: JsonLinesFile | None,
     guards: list[ExportGuard] | None,
     batch_options: dict[str, Any],
 ) -> None:
-    """`add` a counting batch processor over the chosen exporter of `signal` (nothing for
-    `none`); its guard is appended to `guards`."""
+    """`add` a counting batch processor (`kind`) over the chosen exporter of `signal`
+    (nothing for `none`); its guard is appended to `guards`."""
     exporter, guard = chosen_exporter(signal, choice, file)
     if exporter is not None:
-        add(counting_batch(signal, exporter, guard, guards, **batch_options))
+        add(counting_batch(kind, exporter, guard, guards, **batch_options))
 
 
 def build_tracer_provider(
@@ -191,7 +192,10 @@ def build_tracer_provider(
     """An SDK tracer provider batching spans to the chosen exporter (`batch_options` go to the
     batch processor); the OTLP exporter's guard is appended to `guards`."""
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    add_counting_batch("traces", provider.add_span_processor, choice, file, guards, batch_options)
+    add = provider.add_span_processor
+    add_counting_batch(
+        "traces", CountingBatchSpanProcessor, add, choice, file, guards, batch_options
+    )
     return provider
 
 
