@@ -9,7 +9,7 @@ the span shown before the claim) and the stricter verdict is kept.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final
 
 from groundwire._sync import run_sync
@@ -128,17 +128,7 @@ async def audit_pair(
     flags = kept.flags
     if len({run.verdict for run in runs}) > 1:
         flags = (*flags, FLAG_PASSES_DISAGREE)
-    return CitationVerdict(
-        verdict=kept.verdict,
-        supporting_phrase=kept.supporting_phrase,
-        missing=kept.missing,
-        basis=kept.basis,
-        judge_verdict=kept.judge_verdict,
-        phrase_in_span=kept.phrase_in_span,
-        flags=flags,
-        usage=usage,
-        passes=len(runs),
-    )
+    return replace(kept, flags=flags, usage=usage, passes=len(runs))
 
 
 async def aaudit_citation(
