@@ -19,8 +19,9 @@ def json_objects(
     path: Path, error: type[ValueError] = ValueError
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """(`file:line`, object) of a JSON lines file, blank lines skipped; a line that is not JSON,
-    or not an object, raises `error` naming the file and the line."""
-    with path.open(encoding="utf-8") as file:
+    or not an object, raises `error` naming the file and the line. Lines are read as bytes:
+    `json.loads` decodes them as JSON's own UTF-8 (or UTF-16/32), whatever the locale."""
+    with path.open("rb") as file:
         for number, line in enumerate(file, start=1):
             if not line.strip():
                 continue
