@@ -36,6 +36,17 @@ def test_the_serialised_form_carries_usage_and_flags(openai_server: OpenAIServer
     openai_server.set_default(structured(_verdict("fully_supported", "capital of France")))
     result = audit_citation(CLAIM, SPAN, judge=fast_config(openai_server))
     data = result.to_dict()
+    assert set(data) == {
+        "verdict",
+        "supporting_phrase",
+        "missing",
+        "basis",
+        "judge_verdict",
+        "phrase_in_span",
+        "flags",
+        "usage",
+        "passes",
+    }
     assert data["usage"] == {"input": 10, "output": 5} and data["flags"] == []
     assert data["supporting_phrase"] == "capital of France" and data["passes"] == 1
 
@@ -59,12 +70,23 @@ def test_the_phrase_check_applies_to_every_verdict(
     assert result.flags == (("phrase_not_in_span",) if flagged else ())
 
 
-def test_one_pass_and_three_attempts_by_default(openai_server: OpenAIServer) -> None:
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_one_pass_and_three_attempts_by_default(
+    openai_server: OpenAIServer, asynchronous: bool
+) -> None:
     """Without options: one pass, asked up to three times while the reply is invalid; the
     failure carries the tokens every attempt spent."""
     openai_server.set_default(structured(_verdict("mostly_supported", "x")))
+    judge = fast_config(openai_server)
+
+    def audit() -> object:
+        """The form under test."""
+        if asynchronous:
+            return asyncio.run(aaudit_citation(CLAIM, SPAN, judge=judge))
+        return audit_citation(CLAIM, SPAN, judge=judge)
+
     with pytest.raises(JudgeCallError, match="citation audit failed") as caught:
-        audit_citation(CLAIM, SPAN, judge=fast_config(openai_server))
+        audit()
     assert openai_server.request_count == 3
     assert (caught.value.usage.input, caught.value.usage.output) == (30, 15)
 
