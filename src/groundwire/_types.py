@@ -12,15 +12,24 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 __all__ = ["AttributeValue", "Context", "RagTurn", "Score"]
 
 AttributeValue = str | bool | int | float
 """A scalar OpenTelemetry attribute value (what `RagTurn.attributes` may hold)."""
 
-_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
-_SPAN_ID = re.compile(r"^[0-9a-f]{16}$")
+_IDS = {
+    name: (re.compile(f"^[0-9a-f]{{{n}}}$"), n) for name, n in (("trace_id", 32), ("span_id", 16))
+}
+"""The ids a turn names its trace and root span by: their pattern and number of hex digits."""
 
 
 class _Frozen(BaseModel):
@@ -111,18 +120,14 @@ class RagTurn(_Frozen):
             return (value,)
         return value
 
-    @field_validator("trace_id")
+    @field_validator("trace_id", "span_id")
     @classmethod
-    def _check_trace_id(cls, value: str | None) -> str | None:
-        if value is not None and not _TRACE_ID.match(value):
-            raise ValueError(f"trace_id must be 32 lower-case hex digits, got {value!r}")
-        return value
-
-    @field_validator("span_id")
-    @classmethod
-    def _check_span_id(cls, value: str | None) -> str | None:
-        if value is not None and not _SPAN_ID.match(value):
-            raise ValueError(f"span_id must be 16 lower-case hex digits, got {value!r}")
+    def _check_id(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A trace id is 32 lower-case hex digits, a span id 16 (OTLP/JSON's form), or None."""
+        name = info.field_name or ""
+        pattern, digits = _IDS[name]
+        if value is not None and not pattern.match(value):
+            raise ValueError(f"{name} must be {digits} lower-case hex digits, got {value!r}")
         return value
 
     @property

@@ -55,3 +55,14 @@ def test_bad_line_names_file_and_line(tmp_path: Path) -> None:
     file.write_text('{"question": "a", "expected": ["x"]}\n')
     with pytest.raises(ValueError, match=r"gold\.jsonl:1: each line needs a string field 'query'"):
         load_expected(file)
+
+
+def test_a_line_that_is_not_a_json_object_is_named(tmp_path: Path) -> None:
+    """Gold answers name a line that is not JSON, or not an object, as calibrate's files do."""
+    file = tmp_path / "gold.jsonl"
+    file.write_text('{"query": "a", "expected": ["x"]}\n\n{"query": \n')
+    with pytest.raises(ValueError, match=r"gold\.jsonl:3: not a JSON object: "):
+        load_expected(file)
+    file.write_text('["a", "x"]\n')
+    with pytest.raises(ValueError, match=r"gold\.jsonl:1: expected a JSON object, got list$"):
+        load_expected(file)

@@ -26,7 +26,7 @@ from typing import Any, Self
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from groundwire.testing._otlp_receiver import ReceivedSpan, decode_spans
+from groundwire.testing._otlp_decode import ReceivedSpan, decode_spans
 
 ROOT = Path(__file__).resolve().parents[2]
 _READY = re.compile(r"gateway ready: http=https?://[^\s:]+:(\d+) grpc=(?:[^\s]+:(\d+)|off)")

@@ -8,8 +8,7 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from groundwire.testing import OpenAIServer
-from groundwire.testing._openai_server import structured
+from groundwire.testing import OpenAIServer, structured
 from tests.phoenix._app import QUESTIONS, run_app, stored_spans, wait_for_spans
 from tests.phoenix._server import phoenix_server
 

@@ -20,8 +20,7 @@ import httpx
 from typer.testing import CliRunner
 
 from groundwire.cli import app
-from groundwire.testing import OpenAIServer
-from groundwire.testing._openai_server import structured
+from groundwire.testing import OpenAIServer, structured
 from tests.phoenix._app import QUESTIONS, run_app, stored_spans, wait_for_spans
 from tests.phoenix._server import phoenix_server
 

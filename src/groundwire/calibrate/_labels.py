@@ -15,12 +15,13 @@ Each evaluator's labels share one scale, decided from all of them. Anything else
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
+
+from groundwire._jsonlines import json_objects
 
 __all__ = [
     "LABEL_COLUMNS",
@@ -28,7 +29,6 @@ __all__ = [
     "LabelSet",
     "LabelsError",
     "Scale",
-    "json_objects",
     "parquet_table",
     "parse_label",
     "read_labels",
@@ -143,26 +143,9 @@ def _rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
         raise LabelsError(f"{path}: unknown labels format {suffix!r}; use .csv, .jsonl or .parquet")
 
 
-def json_objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(`file:line`, object) of a JSON lines file, blank lines skipped: the one reader of the
-    labels and the scores files, so both name a bad line the same way."""
-    with path.open(encoding="utf-8") as file:
-        for number, line in enumerate(file, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise LabelsError(f"{where}: not a JSON object: {error.msg}") from None
-            if not isinstance(row, dict):
-                raise LabelsError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            yield where, row
-
-
 def _json_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """Rows of a JSON lines labels file, each with the columns a label needs."""
-    for where, row in json_objects(path):
+    for where, row in json_objects(path, LabelsError):
         _check_columns(path, list(row), where)
         yield where, row
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundwire._jsonlines import json_objects
 from groundwire._types import RagTurn, Score
 from groundwire.calibrate._labels import (
     Label,
     LabelsError,
     LabelSet,
-    json_objects,
     parquet_table,
 )
 
@@ -142,7 +142,7 @@ def _records(path: Path) -> Iterator[tuple[str, Mapping[str, Any], list[str]]]:
     """(`file:line`, record, evaluator names) of a `rescore` output."""
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        for where, record in json_objects(path):
+        for where, record in json_objects(path, LabelsError):
             yield where, record, []
     elif suffix in (".csv", ".parquet"):
         rows = _table(path)

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from groundwire.exporters._counting import CountingBatchSpanProcessor
 from groundwire.exporters._endpoints import same_server, span_destinations
 from groundwire.exporters._guard import ExportGuard
 from groundwire.exporters._jsonl import (
@@ -34,7 +35,6 @@ from groundwire.exporters._logs import (
 from groundwire.exporters._otlp import OtlpProviders, build_otlp_providers
 from groundwire.exporters._otlp_json import from_otlp_json, to_otlp_json
 from groundwire.exporters._providers import (
-    CountingBatchSpanProcessor,
     ExporterChoice,
     build_meter_provider,
     build_tracer_provider,

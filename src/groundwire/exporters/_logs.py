@@ -17,16 +17,15 @@ from opentelemetry._logs import LoggerProvider as ApiLoggerProvider
 from opentelemetry._logs import NoOpLoggerProvider, get_logger_provider
 from opentelemetry._logs._internal import ProxyLoggerProvider
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 
+from groundwire.exporters._counting import CountingBatchLogRecordProcessor
 from groundwire.exporters._guard import ExportGuard
 from groundwire.exporters._jsonl import JsonLinesFile, JsonLinesLogExporter
-from groundwire.exporters._providers import ExporterChoice, chosen_exporter, count_into
+from groundwire.exporters._providers import ExporterChoice, add_counting_batch
 from groundwire.exporters._target import otlp_exporter
 
 __all__ = [
-    "CountingBatchLogRecordProcessor",
     "app_logger_provider",
     "build_logger_provider",
     "log_exporter",
@@ -34,20 +33,6 @@ __all__ = [
 ]
 
 _LOGS_EXPORTER_VAR = "OTEL_LOGS_EXPORTER"
-
-
-class CountingBatchLogRecordProcessor(BatchLogRecordProcessor):
-    """The SDK's BatchLogRecordProcessor, counting the records it was given, so that shutdown
-    can say how many never reached the endpoint (given minus exported), as for spans."""
-
-    def __init__(self, exporter: Any, **options: Any) -> None:
-        super().__init__(exporter, **options)
-        self.emitted = 0
-
-    def on_emit(self, log_record: Any) -> None:
-        """Count the record, then queue it as the SDK does."""
-        self.emitted += 1
-        super().on_emit(log_record)
 
 
 def app_logger_provider(given: Any = None) -> ApiLoggerProvider | None:
@@ -94,10 +79,8 @@ def build_logger_provider(
     provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
     if logs_disabled():
         return provider
-    exporter, guard = chosen_exporter("logs", choice, file)
-    if exporter is None:
-        return provider
-    batch = CountingBatchLogRecordProcessor(exporter, **batch_options)
-    provider.add_log_record_processor(batch)
-    count_into(guard, lambda: batch.emitted, guards)
+    add = provider.add_log_record_processor
+    add_counting_batch(
+        "logs", CountingBatchLogRecordProcessor, add, choice, file, guards, batch_options
+    )
     return provider

@@ -29,13 +29,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from groundwire._breaker import CLOSED
 from groundwire._deadline import run_until
 from groundwire.emit import metric_views
-from groundwire.exporters._guard import ExportGuard
-from groundwire.exporters._logs import CountingBatchLogRecordProcessor
-from groundwire.exporters._providers import (
+from groundwire.exporters._counting import (
+    CountingBatchLogRecordProcessor,
     CountingBatchSpanProcessor,
-    guard_exporter,
-    guarded_exporter,
+    counting_batch,
 )
+from groundwire.exporters._guard import ExportGuard
+from groundwire.exporters._providers import guard_exporter, guarded_exporter
 from groundwire.exporters._target import OtlpTarget
 
 __all__ = ["OtlpProviders", "build_otlp_providers"]
@@ -208,8 +208,9 @@ def build_otlp_providers(
     given = dict(exporters or {})
     guards: list[ExportGuard] = []
 
-    def exporter(signal: str) -> Any:
-        """The given exporter of `signal` behind a guard, else a guarded OTLP one."""
+    def exporter(signal: str) -> tuple[Any, ExportGuard]:
+        """The given exporter of `signal` behind a guard, else a guarded OTLP one; the guard
+        is listed in `guards`."""
         inner = given.get(signal)
         if inner is None:
             made, guard = guarded_exporter(signal, target)
@@ -217,23 +218,23 @@ def build_otlp_providers(
             guard = ExportGuard(f"{signal} exporter {type(inner).__name__}", None)
             made = guard_exporter(signal, inner, guard)
         guards.append(guard)
-        return made
+        return made, guard
 
     options: dict[str, Any] = {}
     if batch_delay_millis is not None:
         options["schedule_delay_millis"] = batch_delay_millis
-    span_processor = CountingBatchSpanProcessor(exporter("traces"), **options)
-    guards[-1].given = lambda: span_processor.ended  # the span guard: count what it was given
+    span_processor = counting_batch(CountingBatchSpanProcessor, *exporter("traces"), **options)
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     tracer_provider.add_span_processor(span_processor)
     logger_provider = log_processor = None
     if logs:
-        counting = CountingBatchLogRecordProcessor(exporter("logs"), **options)
-        guards[-1].given = lambda: counting.emitted  # the log guard: count what it was given
+        log_processor = counting_batch(
+            CountingBatchLogRecordProcessor, *exporter("logs"), **options
+        )
         logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
-        logger_provider.add_log_record_processor(counting)
-        log_processor = counting
-    meter_provider = _meter_provider(resource, exporter("metrics"), interval_millis, extra_readers)
+        logger_provider.add_log_record_processor(log_processor)
+    meter_exporter, _ = exporter("metrics")
+    meter_provider = _meter_provider(resource, meter_exporter, interval_millis, extra_readers)
     return OtlpProviders(
         target,
         tracer_provider,

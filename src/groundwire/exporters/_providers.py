@@ -26,11 +26,11 @@ from opentelemetry.sdk.metrics.export import (
     PeriodicExportingMetricReader,
 )
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import TracerProvider
 
 from groundwire._breaker import CircuitBreaker
 from groundwire.emit import metric_views
+from groundwire.exporters._counting import Counting, CountingBatchSpanProcessor, counting_batch
 from groundwire.exporters._guard import (
     ExportGuard,
     GuardedLogExporter,
@@ -55,8 +55,8 @@ from groundwire.exporters._target import (
 __all__ = [
     "DEFAULT_OUTPUT_PATH",
     "EXPORTER_CHOICES",
-    "CountingBatchSpanProcessor",
     "ExporterChoice",
+    "add_counting_batch",
     "build_meter_provider",
     "build_tracer_provider",
     "choose_exporter",
@@ -138,18 +138,6 @@ def chosen_exporter(
     return None, None
 
 
-def count_into(
-    guard: ExportGuard | None, given: Callable[[], int], guards: list[ExportGuard] | None
-) -> None:
-    """Let `guard` (when there is one) know how many items its exporter was given, so shutdown
-    can say how many never arrived, and list it in `guards`."""
-    if guard is None:
-        return
-    guard.given = given
-    if guards is not None:
-        guards.append(guard)
-
-
 def guarded_exporter(
     signal: str, target: OtlpTarget, breaker: CircuitBreaker | None = None
 ) -> tuple[Any, ExportGuard]:
@@ -177,20 +165,20 @@ _GUARDED: dict[str, Any] = {
 }
 
 
-class CountingBatchSpanProcessor(BatchSpanProcessor):
-    """The SDK's BatchSpanProcessor, counting the sampled spans it was given, so that shutdown
-    can say how many never reached the endpoint (given minus exported)."""
-
-    def __init__(self, exporter: SpanExporter, **options: object) -> None:
-        super().__init__(exporter, **options)  # type: ignore[arg-type]
-        self.ended = 0
-
-    def on_end(self, span: ReadableSpan) -> None:
-        """Count the span (when it will be exported), then queue it as the SDK does."""
-        context = span.context
-        if context is not None and context.trace_flags.sampled:
-            self.ended += 1
-        super().on_end(span)
+def add_counting_batch(
+    signal: str,
+    kind: type[Counting],
+    add: Callable[[Counting], None],
+    choice: ExporterChoice,
+    file: JsonLinesFile | None,
+    guards: list[ExportGuard] | None,
+    batch_options: dict[str, Any],
+) -> None:
+    """`add` a counting batch processor (`kind`) over the chosen exporter of `signal`
+    (nothing for `none`); its guard is appended to `guards`."""
+    exporter, guard = chosen_exporter(signal, choice, file)
+    if exporter is not None:
+        add(counting_batch(kind, exporter, guard, guards, **batch_options))
 
 
 def build_tracer_provider(
@@ -204,12 +192,10 @@ def build_tracer_provider(
     """An SDK tracer provider batching spans to the chosen exporter (`batch_options` go to the
     batch processor); the OTLP exporter's guard is appended to `guards`."""
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    exporter, guard = chosen_exporter("traces", choice, file)
-    if exporter is None:
-        return provider
-    batch = CountingBatchSpanProcessor(exporter, **batch_options)
-    provider.add_span_processor(batch)
-    count_into(guard, lambda: batch.ended, guards)
+    add = provider.add_span_processor
+    add_counting_batch(
+        "traces", CountingBatchSpanProcessor, add, choice, file, guards, batch_options
+    )
     return provider
 
 

@@ -9,7 +9,7 @@ the span shown before the claim) and the stricter verdict is kept.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final
 
 from groundwire._sync import run_sync
@@ -83,8 +83,9 @@ def phrase_in_span(phrase: str, span: str) -> bool:
     return bool(needle) and needle in _normalise(span)
 
 
-def _checked(reply: AuditReply, span: str, usage: Usage) -> CitationVerdict:
-    """Apply the phrase-in-span check to one judge reply (capping the verdict if needed)."""
+def _checked(reply: AuditReply, span: str) -> CitationVerdict:
+    """Apply the phrase-in-span check to one judge reply (capping the verdict if needed); its
+    usage is set by `audit_pair`, which sums every pass."""
     phrase = restore(reply.supporting_phrase)
     found = phrase_in_span(phrase, span)
     verdict: Verdict = reply.verdict
@@ -101,14 +102,14 @@ def _checked(reply: AuditReply, span: str, usage: Usage) -> CitationVerdict:
         judge_verdict=reply.verdict,
         phrase_in_span=found,
         flags=tuple(flags),
-        usage=usage,
     )
 
 
 async def audit_pair(
-    judge: JudgeClient, claim: str, span: str, *, stricter: bool = False, attempts: int = 3
+    judge: JudgeClient, claim: str, span: str, *, stricter: bool, attempts: int
 ) -> CitationVerdict:
-    """Audit one pair with `judge`; raises `JudgeCallError` when no valid verdict came back."""
+    """Audit one pair with `judge` (twice, span first the second time, when `stricter`; up to
+    `attempts` asks a pass); raises `JudgeCallError` when no valid verdict came back."""
     runs: list[CitationVerdict] = []
     usage = Usage()
     for span_first in (False, True) if stricter else (False,):
@@ -123,22 +124,12 @@ async def audit_pair(
         usage = usage + asked.usage
         if asked.value is None:
             raise JudgeCallError(f"citation audit failed: {asked.error}", usage)
-        runs.append(_checked(asked.value, span, asked.usage))
+        runs.append(_checked(asked.value, span))
     kept = min(runs, key=lambda run: VERDICT_ORDER[run.verdict])  # first of the strictest
     flags = kept.flags
     if len({run.verdict for run in runs}) > 1:
         flags = (*flags, FLAG_PASSES_DISAGREE)
-    return CitationVerdict(
-        verdict=kept.verdict,
-        supporting_phrase=kept.supporting_phrase,
-        missing=kept.missing,
-        basis=kept.basis,
-        judge_verdict=kept.judge_verdict,
-        phrase_in_span=kept.phrase_in_span,
-        flags=flags,
-        usage=usage,
-        passes=len(runs),
-    )
+    return replace(kept, flags=flags, usage=usage, passes=len(runs))
 
 
 async def aaudit_citation(

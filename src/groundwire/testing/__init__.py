@@ -6,23 +6,23 @@ protocol with scripted replies, and an OTLP receiver that decodes what crossed t
 
 from __future__ import annotations
 
-from groundwire.testing._openai_server import (
-    OpenAIServer,
+from groundwire.testing._openai_replies import (
     RecordedRequest,
     Reply,
     ReplySource,
     chat_completion,
     structured,
 )
-from groundwire.testing._otlp_receiver import (
-    OtlpGrpcReceiver,
-    OtlpHttpReceiver,
+from groundwire.testing._openai_server import OpenAIServer
+from groundwire.testing._otlp_decode import (
     ReceivedEvent,
     ReceivedLink,
     ReceivedLogRecord,
     ReceivedMetricPoint,
     ReceivedSpan,
 )
+from groundwire.testing._otlp_grpc import OtlpGrpcReceiver
+from groundwire.testing._otlp_http import OtlpHttpReceiver
 
 __all__: list[str] = [
     "OpenAIServer",

@@ -1,13 +1,13 @@
 """OTLP export requests decoded into plain frozen records (hex ids, Python attribute values).
 
-What the test receivers in `_otlp_receiver` keep of each request: `decode_spans`,
+What the test receivers (`_otlp_http`, `_otlp_grpc`) keep of each request: `decode_spans`,
 `decode_metric_points` and `decode_log_records` turn an `Export*ServiceRequest` into
 `ReceivedSpan`, `ReceivedMetricPoint` and `ReceivedLogRecord` records to assert on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,65 +123,58 @@ def _link(link: Any) -> ReceivedLink:
     return ReceivedLink(link.trace_id.hex(), link.span_id.hex(), _attributes(link.attributes))
 
 
+def _scoped(groups: Iterable[Any], scopes: str, items: str) -> Iterator[tuple[Any, str, Any]]:
+    """(resource attributes, scope name, item) of each item in a request's resource groups
+    (`resource_spans`, ...), through their scope groups; one resource dict per group."""
+    for group in groups:
+        resource = _attributes(group.resource.attributes)
+        for scoped in getattr(group, scopes):
+            for item in getattr(scoped, items):
+                yield resource, scoped.scope.name, item
+
+
 def decode_spans(request: Any) -> list[ReceivedSpan]:
     """The spans of an `ExportTraceServiceRequest`."""
-    spans: list[ReceivedSpan] = []
-    for resource_spans in request.resource_spans:
-        resource = _attributes(resource_spans.resource.attributes)
-        for scope_spans in resource_spans.scope_spans:
-            for span in scope_spans.spans:
-                spans.append(
-                    ReceivedSpan(
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        parent_span_id=_hex(span.parent_span_id),
-                        name=span.name,
-                        kind=span.kind,
-                        start_time_unix_nano=span.start_time_unix_nano,
-                        end_time_unix_nano=span.end_time_unix_nano,
-                        attributes=_attributes(span.attributes),
-                        events=tuple(
-                            ReceivedEvent(e.name, _attributes(e.attributes), e.time_unix_nano)
-                            for e in span.events
-                        ),
-                        links=tuple(
-                            ReceivedLink(
-                                link.trace_id.hex(),
-                                link.span_id.hex(),
-                                _attributes(link.attributes),
-                            )
-                            for link in span.links
-                        ),
-                        status_code=span.status.code,
-                        resource=resource,
-                        scope=scope_spans.scope.name,
-                    )
-                )
-    return spans
+    return [
+        ReceivedSpan(
+            trace_id=span.trace_id.hex(),
+            span_id=span.span_id.hex(),
+            parent_span_id=_hex(span.parent_span_id),
+            name=span.name,
+            kind=span.kind,
+            start_time_unix_nano=span.start_time_unix_nano,
+            end_time_unix_nano=span.end_time_unix_nano,
+            attributes=_attributes(span.attributes),
+            events=tuple(
+                ReceivedEvent(e.name, _attributes(e.attributes), e.time_unix_nano)
+                for e in span.events
+            ),
+            links=tuple(_link(link) for link in span.links),
+            status_code=span.status.code,
+            resource=resource,
+            scope=scope,
+        )
+        for resource, scope, span in _scoped(request.resource_spans, "scope_spans", "spans")
+    ]
 
 
 def decode_log_records(request: Any) -> list[ReceivedLogRecord]:
     """The log records of an `ExportLogsServiceRequest`."""
-    records: list[ReceivedLogRecord] = []
-    for resource_logs in request.resource_logs:
-        resource = _attributes(resource_logs.resource.attributes)
-        for scope_logs in resource_logs.scope_logs:
-            for record in scope_logs.log_records:
-                records.append(
-                    ReceivedLogRecord(
-                        event_name=record.event_name,
-                        trace_id=_hex(record.trace_id),
-                        span_id=_hex(record.span_id),
-                        severity_number=record.severity_number,
-                        severity_text=record.severity_text,
-                        attributes=_attributes(record.attributes),
-                        body=_any_value(record.body) if record.HasField("body") else None,
-                        time_unix_nano=record.time_unix_nano,
-                        resource=resource,
-                        scope=scope_logs.scope.name,
-                    )
-                )
-    return records
+    return [
+        ReceivedLogRecord(
+            event_name=record.event_name,
+            trace_id=_hex(record.trace_id),
+            span_id=_hex(record.span_id),
+            severity_number=record.severity_number,
+            severity_text=record.severity_text,
+            attributes=_attributes(record.attributes),
+            body=_any_value(record.body) if record.HasField("body") else None,
+            time_unix_nano=record.time_unix_nano,
+            resource=resource,
+            scope=scope,
+        )
+        for resource, scope, record in _scoped(request.resource_logs, "scope_logs", "log_records")
+    ]
 
 
 def _number(point: Any) -> float | None:
@@ -193,41 +186,35 @@ def _number(point: Any) -> float | None:
 def decode_metric_points(request: Any) -> list[ReceivedMetricPoint]:
     """The data points of an `ExportMetricsServiceRequest`."""
     points: list[ReceivedMetricPoint] = []
-    for resource_metrics in request.resource_metrics:
-        resource = _attributes(resource_metrics.resource.attributes)
-        for scope_metrics in resource_metrics.scope_metrics:
-            scope = scope_metrics.scope.name
-            for metric in scope_metrics.metrics:
-                kind = metric.WhichOneof("data")
-                common = {"name": metric.name, "unit": metric.unit, "resource": resource}
-                if kind in ("sum", "gauge"):
-                    for point in getattr(metric, kind).data_points:
-                        points.append(
-                            ReceivedMetricPoint(
-                                kind=kind,
-                                attributes=_attributes(point.attributes),
-                                value=_number(point),
-                                count=None,
-                                sum=None,
-                                bucket_counts=(),
-                                explicit_bounds=(),
-                                scope=scope,
-                                **common,
-                            )
-                        )
-                elif kind == "histogram":
-                    for point in metric.histogram.data_points:
-                        points.append(
-                            ReceivedMetricPoint(
-                                kind=kind,
-                                attributes=_attributes(point.attributes),
-                                value=None,
-                                count=point.count,
-                                sum=point.sum,
-                                bucket_counts=tuple(point.bucket_counts),
-                                explicit_bounds=tuple(point.explicit_bounds),
-                                scope=scope,
-                                **common,
-                            )
-                        )
+    for resource, scope, metric in _scoped(request.resource_metrics, "scope_metrics", "metrics"):
+        kind = metric.WhichOneof("data")
+        common = {"name": metric.name, "unit": metric.unit, "resource": resource, "scope": scope}
+        if kind in ("sum", "gauge"):
+            for point in getattr(metric, kind).data_points:
+                points.append(
+                    ReceivedMetricPoint(
+                        kind=kind,
+                        attributes=_attributes(point.attributes),
+                        value=_number(point),
+                        count=None,
+                        sum=None,
+                        bucket_counts=(),
+                        explicit_bounds=(),
+                        **common,
+                    )
+                )
+        elif kind == "histogram":
+            for point in metric.histogram.data_points:
+                points.append(
+                    ReceivedMetricPoint(
+                        kind=kind,
+                        attributes=_attributes(point.attributes),
+                        value=None,
+                        count=point.count,
+                        sum=point.sum,
+                        bucket_counts=tuple(point.bucket_counts),
+                        explicit_bounds=tuple(point.explicit_bounds),
+                        **common,
+                    )
+                )
     return points

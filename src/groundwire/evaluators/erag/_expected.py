@@ -16,6 +16,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
+from groundwire._jsonlines import json_objects
 from groundwire._types import RagTurn
 
 __all__ = ["attach_expected", "load_expected"]
@@ -43,25 +44,17 @@ def load_expected(path: str | PathLike[str], *, by: JoinKey = "query") -> dict[s
     Errors name the file, the line (JSONL) and what was wrong.
     """
     file = Path(path)
-    text = file.read_text(encoding="utf-8")
     if file.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = json.loads(file.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
             raise ValueError(f"{file}: not valid JSON: {error}") from error
         if not isinstance(data, dict):
             raise ValueError(f"{file}: expected a JSON object mapping each {by} to its answers")
         return {_key(k): _answers(v, f"{file}: key {k!r}") for k, v in data.items()}
     loaded: dict[str, list[str]] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{file}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{where}: not valid JSON: {error}") from error
-        if not isinstance(record, dict) or not isinstance(record.get(by), str):
+    for where, record in json_objects(file):
+        if not isinstance(record.get(by), str):
             raise ValueError(f"{where}: each line needs a string field {by!r}")
         answers = record.get("expected", record.get("answers"))
         if answers is None:
