@@ -245,3 +245,19 @@ def test_a_stop_while_grouping_reads_ends_the_run_as_interrupted(
     summary = rescore(parts, SPEC, out, stop=stop, progress=lambda _: stop.set())
     assert summary.interrupted and summary.turns_scored == 0
     assert out.read_text() == ""
+
+
+def test_notices_go_to_stderr_by_default(
+    recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without `on_problem`, a file passed over in a folder is one `groundwire: ...` line on
+    stderr, nothing on stdout."""
+    root = tmp_path / "traces"
+    root.mkdir()
+    (root / "traces.jsonl").write_bytes(recorded.read_bytes())
+    (root / "README.md").write_text("not traces")
+    rescore(root, SPEC, tmp_path / "out.jsonl")
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("groundwire: ") and "README.md" in line and "skipped 1 file" in line
+    assert captured.out == ""

@@ -105,3 +105,21 @@ def test_a_csv_baseline_reads_like_the_jsonl(runs: dict[str, Any]) -> None:
     from_csv = load_baseline(out).turns
     from_jsonl = load_baseline(runs["folder"] / "now.jsonl").turns
     assert {k: v[1] for k, v in from_csv.items()} == {k: v[1] for k, v in from_jsonl.items()}
+
+
+def test_a_baseline_line_that_is_not_json_is_named_like_a_bad_gold_line(tmp_path: Path) -> None:
+    """A scores line that is not JSON is a BaselineError naming file and line, in the words a
+    bad gold-answers line gets (one JSON lines reader for both)."""
+    from groundwire.offline.expected import ExpectedAnswers
+
+    record = {"trace_id": "a" * 32, "span_id": "b" * 16, "query": "q", "scores": {"x": 1.0}}
+    record["expected"] = "a gold answer"
+    for name, loader, error in (
+        ("scores.jsonl", load_baseline, BaselineError),
+        ("gold.jsonl", ExpectedAnswers.load, ValueError),
+    ):
+        path = tmp_path / name
+        path.write_text(json.dumps(record) + "\n\n{oops\n", encoding="utf-8")
+        with pytest.raises(error) as raised:
+            loader(path)
+        assert str(raised.value).startswith(f"{path}:3: not valid JSON (")

@@ -37,7 +37,8 @@ from groundwire.calibrate import (
     show_threshold,
     write_report,
 )
-from groundwire.cli._app import app, console, err_console
+from groundwire.cli._app import app, console
+from groundwire.cli._console import print_notice
 from groundwire.cli._errors import bad_argument, guarded
 from groundwire.cli._exit import ExitCode, help_epilog
 from groundwire.cli._outcome import code_for
@@ -126,10 +127,7 @@ def _score_traces(
             built = build_evaluators(names, {**extra, **with_judge})
         plans.append((judge, built))
 
-    def report(text: str) -> None:
-        err_console.print(f"[yellow]groundwire:[/] {escape(text)}", highlight=False, soft_wrap=True)
-
-    read = read_turns(traces, report)
+    read = read_turns(traces, print_notice)
     evaluations = failed = 0
     for judge, built in plans:
         scored = score_turns(read.turns, built)
@@ -265,10 +263,8 @@ def calibrate_command(
             names = evaluator_names(evaluators or [])
             runs, code = _score_traces(traces or [], names, evaluator_options(options), judge or [])
             if code in _NOTHING_TO_CALIBRATE:
-                err_console.print(
-                    f"[yellow]groundwire:[/] nothing to calibrate: {_NOTHING_TO_CALIBRATE[code]} "
-                    f"(exit {int(code)})",
-                    highlight=False,
+                print_notice(
+                    f"nothing to calibrate: {_NOTHING_TO_CALIBRATE[code]} (exit {int(code)})"
                 )
                 raise typer.Exit(int(code))
         if not any(runs.values()):

@@ -14,7 +14,14 @@ from typing import Final
 from rich.console import Console
 from rich.markup import escape
 
-__all__ = ["PIPED_WIDTH", "console", "err_console", "fit_to_streams", "print_error"]
+__all__ = [
+    "PIPED_WIDTH",
+    "console",
+    "err_console",
+    "fit_to_streams",
+    "print_error",
+    "print_notice",
+]
 
 PIPED_WIDTH: Final = 1000
 """Columns used when output is not a terminal and `COLUMNS` is unset: no line is cut."""
@@ -35,3 +42,9 @@ def fit_to_streams() -> None:
 def print_error(message: str) -> None:
     """Print `error: message` on stderr as one line (markup escaped)."""
     err_console.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def print_notice(message: str) -> None:
+    """Print `groundwire: message` on stderr as one line (markup escaped): a problem the command
+    went on past (a bad record, a file passed over) or why it exits as it does."""
+    err_console.print(f"[yellow]groundwire:[/] {escape(message)}", highlight=False, soft_wrap=True)

@@ -19,7 +19,7 @@ import typer
 from groundwire.cli._console import err_console, print_error
 from groundwire.cli._exit import ExitCode
 
-__all__ = ["CliError", "bad_argument", "guarded", "nearest", "print_error"]
+__all__ = ["CliError", "bad_argument", "fail", "guarded", "nearest", "print_error"]
 
 logger = logging.getLogger("groundwire.cli")
 
@@ -40,6 +40,12 @@ def bad_argument(message: str) -> NoReturn:
     raise CliError(message, ExitCode.BAD_ARGUMENTS)
 
 
+def fail(message: str, code: ExitCode) -> NoReturn:
+    """Print `error: message` and exit with `code` (for commands that run without `guarded`)."""
+    print_error(message)
+    raise typer.Exit(int(code)) from None
+
+
 def nearest(word: str, choices: Sequence[str]) -> str:
     """' (did you mean X?)' for the closest choice, or '' when none is close."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
@@ -56,8 +62,7 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
         except (typer.Exit, typer.TyperException, click.exceptions.Exit, click.ClickException):
             raise  # Click's own (Typer ships a copy of Click: both kinds)
         except CliError as error:
-            print_error(str(error))
-            raise typer.Exit(int(error.code)) from None
+            fail(str(error), error.code)
         except KeyboardInterrupt:
             err_console.print(
                 "interrupted: what was finished is written (rescore: --resume continues)",

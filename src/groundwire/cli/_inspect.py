@@ -27,7 +27,9 @@ from groundwire.assembly import (
     explain_traces,
     has_content,
 )
-from groundwire.cli._app import app, console, err_console
+from groundwire.cli._app import app, console
+from groundwire.cli._console import print_notice
+from groundwire.cli._errors import fail
 from groundwire.cli._exit import ExitCode, help_epilog
 from groundwire.cli._outcome import code_for
 from groundwire.offline.readers import FORMATS, Problems, ReadStats, read_spans
@@ -97,11 +99,7 @@ def _read(
     """The file's spans and content events (of one trace when `trace` is given); bad records
     printed and counted."""
     stats = ReadStats()
-
-    def report(text: str) -> None:
-        err_console.print(f"[yellow]groundwire:[/] {escape(text)}", highlight=False, soft_wrap=True)
-
-    problems = Problems(strict=False, stats=stats, on_report=report)
+    problems = Problems(strict=False, stats=stats, on_report=print_notice)
     spans: list[SpanRecord] = []
     logs: list[LogRecordData] = []
     for batch in read_spans([os.fspath(path)], problems, fmt=fmt):  # type: ignore[arg-type]
@@ -138,24 +136,18 @@ def inspect_command(
     """Show how each trace in a file assembles into turns, where each part was read, and why a
     trace gave no turn."""
     if not path.is_file():
-        err_console.print(f"[red]error:[/] not a trace file: {escape(os.fspath(path))}")
-        raise typer.Exit(ExitCode.BAD_ARGUMENTS)
+        fail(f"not a trace file: {os.fspath(path)}", ExitCode.BAD_ARGUMENTS)
     if fmt is not None and fmt not in FORMATS:
-        err_console.print(f"[red]error:[/] --format: expected one of {', '.join(FORMATS)}")
-        raise typer.Exit(ExitCode.BAD_ARGUMENTS)
+        fail(f"--format: expected one of {', '.join(FORMATS)}", ExitCode.BAD_ARGUMENTS)
     wanted = trace.strip().lower() if trace is not None else None
     if wanted is not None and (
         len(wanted) != 32 or any(c not in "0123456789abcdef" for c in wanted)
     ):
-        err_console.print(
-            f"[red]error:[/] --trace: expected 32 hex digits, got {escape(trace or '')!r}"
-        )
-        raise typer.Exit(ExitCode.BAD_ARGUMENTS)
+        fail(f"--trace: expected 32 hex digits, got {trace!r}", ExitCode.BAD_ARGUMENTS)
     try:
         spans, logs, stats = _read(path, fmt, wanted)
     except ValueError as error:
-        err_console.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(ExitCode.NOTHING_READABLE) from None
+        fail(str(error), ExitCode.NOTHING_READABLE)
     reports = explain_traces(spans, logs)
     diagnoses = Diagnoses(limit=len(reports) + 1)
     for report in reports:
@@ -181,8 +173,7 @@ def inspect_command(
         for line in diagnoses.lines():
             console.print(f"[yellow]no turn:[/] {escape(line)}", highlight=False, soft_wrap=True)
     if not spans and wanted is not None and stats.spans:
-        err_console.print(f"[red]error:[/] no span of trace {wanted} in {escape(str(path))}")
-        raise typer.Exit(ExitCode.BAD_ARGUMENTS)
+        fail(f"no span of trace {wanted} in {path}", ExitCode.BAD_ARGUMENTS)
     damaged = stats.bad_records + stats.damaged_files
     code = code_for(spans=len(spans), damaged=damaged, turns=turns, allow_empty=allow_empty)
     raise typer.Exit(int(code))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Any, NoReturn
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -17,9 +20,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
-from typer.core import TyperCommand
 
 from groundwire.cli._app import app, console, err_console
+from groundwire.cli._console import print_notice
 from groundwire.cli._errors import CliError, bad_argument, guarded, nearest
 from groundwire.cli._exit import ExitCode, help_epilog
 from groundwire.cli._outcome import exit_code, explain
@@ -31,30 +34,44 @@ from groundwire.cli._rescore_args import (
     evaluator_options,
 )
 from groundwire.cli._rescore_args import evaluators as build_evaluators
+from groundwire.cli._rescore_options import (
+    FROM_ENV,
+    AllowEmpty,
+    AnnotatePhoenix,
+    Baseline,
+    Concurrency,
+    Engine,
+    Evaluators,
+    Expected,
+    ExportOtlp,
+    Format,
+    Glob,
+    Grace,
+    OptionalValueCommand,
+    Options,
+    Out,
+    Paths,
+    PhoenixEnd,
+    PhoenixPageSize,
+    PhoenixStart,
+    PhoenixTraceId,
+    PhoenixWhere,
+    Quiet,
+    RayAddress,
+    RescoreArgs,
+    Resume,
+    Strict,
+    Workers,
+)
 from groundwire.offline.ray_engine import RayEngineError
 from groundwire.offline.readers import FORMATS, BadRecordError
 from groundwire.offline.rescore import RescoreSummary, rescore
-from groundwire.offline.writers import comparison_html, insert_comparison, insert_steps
-
-_EXPORT_OTLP: Final = "--export-otlp"
-_FROM_ENV: Final = "env"
-"""The value `--export-otlp` takes when given without an endpoint."""
-
-
-class _OptionalValueCommand(TyperCommand):
-    """Lets `--export-otlp` stand alone: no endpoint means the OTEL_EXPORTER_OTLP_* variables."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        """Give a bare `--export-otlp` the value `env` before Click parses the arguments."""
-        fixed: list[str] = []
-        for index, arg in enumerate(args):
-            fixed.append(arg)
-            if arg != _EXPORT_OTLP:
-                continue
-            following = args[index + 1] if index + 1 < len(args) else None
-            if following is None or following.startswith("-") or Path(following).exists():
-                fixed.append(_FROM_ENV)
-        return super().parse_args(ctx, fixed)
+from groundwire.offline.writers import (
+    Comparison,
+    comparison_html,
+    insert_comparison,
+    insert_steps,
+)
 
 
 def _progress(summary: RescoreSummary) -> str:
@@ -79,258 +96,213 @@ def _summary_table(summary: RescoreSummary) -> Table:
     return table
 
 
-@app.command("rescore", cls=_OptionalValueCommand, epilog=help_epilog("rescore"))
+@app.command("rescore", cls=OptionalValueCommand, epilog=help_epilog("rescore"))
 @guarded
 def rescore_command(
-    paths: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Trace files or folders (read recursively, sorted by name): OTLP/JSON lines "
-            "(.gz/.zst too), OTLP protobuf, Jaeger JSON."
-        ),
-    ],
-    evaluators: Annotated[
-        list[str],
-        typer.Option("--evaluators", "-e", help="Evaluator names, comma-separated or repeated."),
-    ],
-    out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Output file: .jsonl, .csv, .xlsx, .parquet or .html."),
-    ],
-    options: Annotated[
-        str | None,
-        typer.Option(
-            "--options",
-            help="Evaluator options as JSON (name -> keyword arguments), or @FILE holding it.",
-        ),
-    ] = None,
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format", help=f"Input format ({', '.join(FORMATS)}); detected when omitted."
-        ),
-    ] = None,
-    expected: Annotated[
-        Path | None,
-        typer.Option(
-            "--expected", help="Gold answers (JSONL/JSON/CSV) joined by trace id or query."
-        ),
-    ] = None,
-    export_otlp: Annotated[
-        str | None,
-        typer.Option(
-            _EXPORT_OTLP,
-            metavar="[ENDPOINT]",
-            help="Also send evaluation spans (under the original turns) and metrics over OTLP; "
-            "without ENDPOINT the OTEL_EXPORTER_OTLP_* variables are used.",
-        ),
-    ] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Stop at the first bad record.")] = False,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            "--resume", help="Skip turns already in OUT and append (.jsonl, .csv, .parquet)."
-        ),
-    ] = False,
-    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Scoring processes.")] = 1,
-    engine: Annotated[str, typer.Option("--engine", help="local, or ray (Ray Data).")] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(
-            "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else local Ray)."
-        ),
-    ] = None,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency", min=1, help="Async (LLM judge) evaluations in flight per process."
-        ),
-    ] = 8,
-    grace: Annotated[
-        int,
-        typer.Option(
-            "--grace", min=0, help="Records to wait after a trace's root for its late spans."
-        ),
-    ] = 8,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress bar or summary.")
-    ] = False,
-    allow_empty: Annotated[
-        bool,
-        typer.Option(
-            "--allow-empty", help="Exit 0, not 5 (NO_TURNS), when the input holds no RAG turn."
-        ),
-    ] = False,
-    annotate_phoenix: Annotated[
-        bool,
-        typer.Option(help="phoenix:// input: write each score back as a Phoenix span annotation."),
-    ] = False,
-    phoenix_start: Annotated[
-        str | None, typer.Option(help="phoenix:// input: spans starting at or after (ISO 8601).")
-    ] = None,
-    phoenix_end: Annotated[
-        str | None, typer.Option(help="phoenix:// input: spans starting before (ISO 8601).")
-    ] = None,
-    phoenix_where: Annotated[
-        list[str] | None,
-        typer.Option(help="phoenix:// input: only traces whose root span has KEY:VALUE."),
-    ] = None,
-    phoenix_trace_id: Annotated[
-        list[str] | None, typer.Option(help="phoenix:// input: only these trace ids.")
-    ] = None,
-    phoenix_page_size: Annotated[
-        int, typer.Option(min=1, max=1000, help="phoenix:// input: spans per request.")
-    ] = 1000,
-    glob: Annotated[
-        str | None,
-        typer.Option(
-            "--glob",
-            metavar="PATTERN",
-            help="Only the files under folders whose relative path matches, e.g. '*.jsonl.gz'.",
-        ),
-    ] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline",
-            metavar="SCORES",
-            help="An earlier scores file (.jsonl or .csv) of the same traces: say what changed "
-            "(and add a comparison to an .html OUT).",
-        ),
-    ] = None,
+    paths: Paths,
+    evaluators: Evaluators,
+    out: Out,
+    options: Options = None,
+    fmt: Format = None,
+    expected: Expected = None,
+    export_otlp: ExportOtlp = None,
+    strict: Strict = False,
+    resume: Resume = False,
+    workers: Workers = 1,
+    engine: Engine = "local",
+    ray_address: RayAddress = None,
+    concurrency: Concurrency = 8,
+    grace: Grace = 8,
+    quiet: Quiet = False,
+    allow_empty: AllowEmpty = False,
+    annotate_phoenix: AnnotatePhoenix = False,
+    phoenix_start: PhoenixStart = None,
+    phoenix_end: PhoenixEnd = None,
+    phoenix_where: PhoenixWhere = None,
+    phoenix_trace_id: PhoenixTraceId = None,
+    phoenix_page_size: PhoenixPageSize = 1000,
+    glob: Glob = None,
+    baseline: Baseline = None,
 ) -> None:
     """Re-score RAG turns recorded in trace files and write the results to OUT."""
-    from groundwire.offline import WindowOptions
+    args = RescoreArgs(**locals())  # every parameter, by name: nothing else is local yet
+    plan = _check(args)
+    display = _Display(args)
+    phoenix = _phoenix(args)
+    compared = comparison(args.baseline, plan.names, phoenix is not None)
+    summary = _run(args, plan, display, phoenix, compared)
+    code = exit_code(summary, allow_empty=args.allow_empty)
+    _report(args, summary, phoenix, compared)
+    reason = explain(summary, code)
+    if reason is not None:
+        print_notice(f"{reason} (exit {int(code)})")
+    raise typer.Exit(int(code))
 
-    if fmt is not None and fmt not in FORMATS:
-        bad_argument(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}{nearest(fmt, FORMATS)}")
-    if engine not in ("local", "ray"):
-        bad_argument(f"--engine: {engine!r} is not local or ray")
-    names = evaluator_names(evaluators)
-    extra = evaluator_options(options)
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What the checked arguments ask `rescore` for."""
+
+    names: list[str]
+    spec: Any
+    """The evaluators: built ones for one local process, else names -> options (pickled)."""
+    export: bool | str
+    """`export_otlp`: False, True (the OTEL_EXPORTER_OTLP_* variables) or the endpoint."""
+
+
+def _check(args: RescoreArgs) -> _Plan:
+    """Check every argument before anything is opened (a bad one exits 2 with one line)."""
+    if args.fmt is not None and args.fmt not in FORMATS:
+        bad_argument(
+            f"--format: {args.fmt!r} is not one of {', '.join(FORMATS)}{nearest(args.fmt, FORMATS)}"
+        )
+    if args.engine not in ("local", "ray"):
+        bad_argument(f"--engine: {args.engine!r} is not local or ray")
+    names = evaluator_names(args.evaluators)
+    extra = evaluator_options(args.options)
     built = build_evaluators(names, extra)
-    check_paths(paths, expected, out, baseline)
+    check_paths(args.paths, args.expected, args.out, args.baseline)
     spec: Any = {name: extra.get(name, {}) for name in names}
-    if workers == 1 and engine == "local":
+    if args.workers == 1 and args.engine == "local":
         spec = built
     export: bool | str = False
-    if export_otlp is not None:
-        export = True if export_otlp in (_FROM_ENV, "") else endpoint(export_otlp)
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err_console,
-        disable=quiet,
-        transient=False,
-    )
-    task = progress.add_task("reading", total=None)
+    if args.export_otlp is not None:
+        export = True if args.export_otlp in (FROM_ENV, "") else endpoint(args.export_otlp)
+    return _Plan(names, spec, export)
 
-    def on_progress(summary: RescoreSummary) -> None:
+
+class _Display:
+    """The progress bar on stderr (notices printed on the same console appear above it)."""
+
+    def __init__(self, args: RescoreArgs) -> None:
+        self.local = args.engine == "local"
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=err_console,
+            disable=args.quiet,
+            transient=False,
+        )
+        self.task = self.progress.add_task("reading", total=None)
+
+    def on_progress(self, summary: RescoreSummary) -> None:
         """Move the bar to the bytes read; show turns scored and their rate."""
-        total = (summary.total_bytes or None) if engine == "local" else None
-        progress.update(
-            task, total=total, completed=summary.read.bytes_read, description=_progress(summary)
+        total = (summary.total_bytes or None) if self.local else None
+        self.progress.update(
+            self.task,
+            total=total,
+            completed=summary.read.bytes_read,
+            description=_progress(summary),
         )
 
-    def on_problem(text: str) -> None:
-        """Print a bad-record message above the progress bar."""
-        progress.console.print(
-            f"[yellow]groundwire:[/] {escape(text)}", highlight=False, soft_wrap=True
-        )
+    def done(self, summary: RescoreSummary) -> None:
+        """Fill the bar once the whole input was read (the local engine knows its size)."""
+        if summary.total_bytes and self.local:
+            self.progress.update(self.task, completed=summary.total_bytes)
 
-    # A phoenix:// input (groundwire.phoenix): the same run over Phoenix's REST API.
-    run: Any = rescore
-    phoenix: Any = None
-    phoenix_options = (
-        annotate_phoenix,
-        phoenix_start,
-        phoenix_end,
-        phoenix_where,
-        phoenix_trace_id,
-    )
-    if any(phoenix_options) or any(":/" in os.fspath(path) for path in paths):
-        from groundwire.cli._phoenix import PhoenixCommand, looks_like_phoenix
 
-        if any(phoenix_options) or looks_like_phoenix(paths):
-            try:
-                phoenix = PhoenixCommand.from_options(
-                    paths, engine=engine, fmt=fmt, annotate=annotate_phoenix,
-                    start=phoenix_start, end=phoenix_end, where=phoenix_where or [],
-                    trace_ids=phoenix_trace_id or [], page_size=phoenix_page_size,
-                )  # fmt: skip
-            except ValueError as error:
-                bad_argument(str(error))
-            run = phoenix.rescore
-    compared = comparison(baseline, names, phoenix is not None)
+def _phoenix(args: RescoreArgs) -> Any:
+    """A phoenix:// input (groundwire.phoenix): the command that runs `rescore` over Phoenix's
+    REST API in place of files; None for files."""
+    urls = any(":/" in os.fspath(path) for path in args.paths)
+    if not (args.phoenix_options or urls):
+        return None
+    from groundwire.cli._phoenix import PhoenixCommand, looks_like_phoenix
+
+    if not (args.phoenix_options or looks_like_phoenix(args.paths)):
+        return None
     try:
-        with progress:
-            summary = run(
-                [os.fspath(path) for path in paths],
-                spec,
-                out,
-                expected=expected,
-                fmt=fmt,
-                strict=strict,
-                resume=resume,
-                workers=workers,
-                engine=engine,  # type: ignore[arg-type,unused-ignore]
-                export_otlp=export,
-                concurrency=concurrency,
-                window=WindowOptions(grace=grace),
-                progress=on_progress,
-                on_problem=on_problem,
-                ray_address=ray_address,
-                glob=glob,
+        return PhoenixCommand.from_options(
+            args.paths, engine=args.engine, fmt=args.fmt, annotate=args.annotate_phoenix,
+            start=args.phoenix_start, end=args.phoenix_end, where=args.phoenix_where or [],
+            trace_ids=args.phoenix_trace_id or [], page_size=args.phoenix_page_size,
+        )  # fmt: skip
+    except ValueError as error:
+        bad_argument(str(error))
+
+
+def _run(
+    args: RescoreArgs, plan: _Plan, display: _Display, phoenix: Any, compared: Comparison | None
+) -> RescoreSummary:
+    """Run `rescore` (or the Phoenix command's) under the progress bar; its errors become
+    one-line messages and exit codes."""
+    from groundwire.offline import WindowOptions
+
+    run: Any = rescore if phoenix is None else phoenix.rescore
+    try:
+        with display.progress:
+            summary: RescoreSummary = run(
+                [os.fspath(path) for path in args.paths],
+                plan.spec,
+                args.out,
+                expected=args.expected,
+                fmt=args.fmt,
+                strict=args.strict,
+                resume=args.resume,
+                workers=args.workers,
+                engine=args.engine,
+                export_otlp=plan.export,
+                concurrency=args.concurrency,
+                window=WindowOptions(grace=args.grace),
+                progress=display.on_progress,
+                on_problem=print_notice,  # the bar's console: printed above the bar
+                ray_address=args.ray_address,
+                glob=args.glob,
                 **({"on_results": compared.add} if compared is not None else {}),
             )
-            if summary.total_bytes and engine == "local":
-                progress.update(task, completed=summary.total_bytes)
+            display.done(summary)
     except BadRecordError as error:
         raise CliError(f"{error} (--strict)", ExitCode.PARTIAL_INPUT) from None
     except Exception as error:
-        if phoenix is not None and phoenix.owns(error):
-            raise CliError(phoenix.message(error, out), phoenix.exit_code(error)) from None
-        if isinstance(error, RayEngineError):
-            raise CliError(str(error), ExitCode.INTERNAL_ERROR) from None
-        if isinstance(error, ValueError | ImportError | FileNotFoundError):
-            bad_argument(str(error))
-        if isinstance(error, OSError):  # mid-run, e.g. a full disk: the run could not finish
-            raise CliError(f"{error}", ExitCode.INTERNAL_ERROR) from None
-        raise
-    code = exit_code(summary, allow_empty=allow_empty)
+        _fail(error, phoenix, args.out)
+    return summary
+
+
+def _fail(error: Exception, phoenix: Any, out: Path) -> NoReturn:
+    """The exit a failed run ends with: a CliError for what the user can act on, else `error`."""
+    if phoenix is not None and phoenix.owns(error):
+        raise CliError(phoenix.message(error, out), phoenix.exit_code(error)) from None
+    if isinstance(error, RayEngineError):
+        raise CliError(str(error), ExitCode.INTERNAL_ERROR) from None
+    if isinstance(error, ValueError | ImportError | FileNotFoundError):
+        bad_argument(str(error))
+    if isinstance(error, OSError):  # mid-run, e.g. a full disk: the run could not finish
+        raise CliError(f"{error}", ExitCode.INTERNAL_ERROR) from None
+    raise error
+
+
+def _report(
+    args: RescoreArgs, summary: RescoreSummary, phoenix: Any, compared: Comparison | None
+) -> None:
+    """The summary, the score table and the comparison; the HTML report's extra sections."""
+    quiet, out = args.quiet, args.out
     if phoenix is not None and not quiet:
-        for line in phoenix.lines():
-            err_console.print(escape(line), highlight=False, soft_wrap=True)
+        _lines(err_console, phoenix.lines())
     if not quiet:
-        for line in summary.lines():
-            err_console.print(escape(line), highlight=False, soft_wrap=True)
+        _lines(err_console, summary.lines())
     if summary.read.spans and not summary.turns_read:
         err_console.print("[yellow]no turn found:[/]", highlight=False)
-        for line in summary.no_turn_reasons:
-            err_console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+        _lines(err_console, [f"  {line}" for line in summary.no_turn_reasons])
     if not quiet:
         console.print(_summary_table(summary))
         shown = os.fspath(summary.out or out)
         console.print(f"results: {escape(shown)}", highlight=False, soft_wrap=True)
     html = out.suffix.lower() == ".html" and out.is_file()
     if html and phoenix is None and not summary.interrupted:
-        insert_steps(out, paths, fmt)  # agent turns: which step gave which context
+        insert_steps(out, args.paths, args.fmt)  # agent turns: which step gave which context
     if compared is not None:
         if html:
             insert_comparison(out, comparison_html(compared))
         if not quiet:
-            for line in compared.lines():
-                console.print(escape(line), highlight=False, soft_wrap=True)
-    reason = explain(summary, code)
-    if reason is not None:
-        err_console.print(
-            f"[yellow]groundwire:[/] {escape(reason)} (exit {int(code)})",
-            highlight=False,
-            soft_wrap=True,
-        )
-    raise typer.Exit(int(code))
+            _lines(console, compared.lines())
+
+
+def _lines(target: Console, lines: Iterable[str]) -> None:
+    """Print each line as it is (markup escaped, never wrapped or highlighted)."""
+    for line in lines:
+        target.print(escape(line), highlight=False, soft_wrap=True)

@@ -8,13 +8,17 @@ import logging
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from groundwire.cli._app import app
-from groundwire.cli._console import print_error
+from groundwire.cli._errors import fail
 from groundwire.cli._exit import ExitCode, help_epilog
+from groundwire.cli._rescore_args import evaluator_names
+
+if TYPE_CHECKING:
+    from groundwire.gateway import GatewayConfig, ShutdownReport
 
 _FLAG_NAMES = {"grpc_listen": "--grpc", "evaluators": "--evaluators"}
 
@@ -104,52 +108,49 @@ def serve_command(
     Options also come from the config file and GROUNDWIRE_GATEWAY_<KEY> variables (the auth
     token only from those, never a flag). SIGTERM forwards and scores what is held, then exits.
     """
-    from groundwire.gateway import ConfigError, Gateway, load_config
-
-    names = None
-    if evaluators:
-        names = [n.strip() for value in evaluators for n in value.split(",") if n.strip()]
-    flags: dict[str, Any] = {
-        "forward": forward,
-        "listen": listen,
-        "grpc_listen": grpc_listen,
-        "queue_dir": queue_dir,
-        "evaluators": names,
-        "tls_cert_file": tls_cert_file,
-        "tls_key_file": tls_key_file,
-        "tls_client_ca_file": tls_client_ca_file,
-        "max_request_bytes": max_request_bytes,
-        "quiet_period_s": quiet_period_s,
-        "max_wait_s": max_wait_s,
-        "sample_rate": sample_rate,
-    }
-    try:
-        resolved = load_config(path=config, flags=flags, flag_names=_FLAG_NAMES)
-    except ConfigError as error:
-        print_error(str(error))
-        raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None
+    flags: dict[str, Any] = dict(locals())  # every parameter, by name: nothing else is local yet
+    for name in ("config", "print_config", "log_level"):
+        del flags[name]
+    flags["evaluators"] = evaluator_names(evaluators) if evaluators else None
+    resolved = _resolve(config, flags)
     if print_config:
         typer.echo(json.dumps(resolved.redacted(), indent=2, default=str))
         raise typer.Exit(ExitCode.OK)
     _setup_logging(log_level.value)
+    report = _run(resolved)
+    raise typer.Exit(ExitCode.OK if report.clean else ExitCode.INTERRUPTED)
+
+
+def _resolve(config: Path | None, flags: dict[str, Any]) -> GatewayConfig:
+    """The gateway's options from the flags, the config file and the variables (exit 2 with the
+    problem in one line when they do not make a configuration)."""
+    from groundwire.gateway import ConfigError, load_config
+
+    try:
+        return load_config(path=config, flags=flags, flag_names=_FLAG_NAMES)
+    except ConfigError as error:
+        fail(str(error), ExitCode.BAD_ARGUMENTS)
+
+
+def _run(resolved: GatewayConfig) -> ShutdownReport:
+    """Start the gateway and run it until a signal; what cannot start exits 2 (one line), a bug
+    exits 1 (one line; the traceback only at `--log-level debug`)."""
+    from groundwire.gateway import Gateway
+
     try:
         gateway = Gateway(resolved)
     except OSError as error:  # the listen address is in use or not ours: before anything starts
-        print_error(f"cannot listen: {error.strerror or error}")
-        raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None
+        fail(f"cannot listen: {error.strerror or error}", ExitCode.BAD_ARGUMENTS)
     except (ValueError, TypeError, ImportError) as error:
-        print_error(str(error))
-        raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None
+        fail(str(error), ExitCode.BAD_ARGUMENTS)
     try:
-        report = asyncio.run(gateway.run())
+        return asyncio.run(gateway.run())
     except OSError as error:
-        print_error(f"cannot listen: {error}")
-        raise typer.Exit(ExitCode.BAD_ARGUMENTS) from None
+        fail(f"cannot listen: {error}", ExitCode.BAD_ARGUMENTS)
     except Exception as error:
         logging.getLogger("groundwire.gateway").debug("internal error", exc_info=True)
-        print_error(
+        fail(
             f"internal error (a bug in groundwire; please report it): {type(error).__name__}: "
-            f"{error}"
+            f"{error}",
+            ExitCode.INTERNAL_ERROR,
         )
-        raise typer.Exit(ExitCode.INTERNAL_ERROR) from None
-    raise typer.Exit(ExitCode.OK if report.clean else ExitCode.INTERRUPTED)

@@ -197,66 +197,99 @@ def verify_quotes_command(
     .json. Each document is a UTF-8 text file named by its stem; a directory stands for its .txt
     and .md files (never the quotes file or an output). Exit status 2 on bad input.
     """
-    from groundwire.embeddings import DEFAULT_EMBEDDER
-    from groundwire.evaluators.quote_verification import (
-        quote_stats,
-        verify_quotes,
-        write_quotes_xlsx,
-        write_stats_csv,
-    )
+    files = _documents_given([*docs, *(more_docs or [])], quotes, xlsx, csv)
+    try:
+        quote_list = read_quotes(quotes)
+        documents = read_documents(files)
+        rows = _verify(
+            quote_list, documents, cosine, trim_method, min_fuzzy_ratio, ellipsis_max_gap
+        )
+        _write(rows, xlsx, csv)
+    except (InputError, ValueError, TypeError, ImportError, OSError) as error:
+        bad_argument(str(error))
+    if as_json:
+        for row in rows:
+            typer.echo(dumps_strict(row.to_dict()))
+    else:
+        _print_rows(rows, len(documents))
+    _print_totals(rows, xlsx, csv)
 
+
+def _documents_given(
+    paths: list[Path], quotes: Path, xlsx: Path | None, csv: Path | None
+) -> list[Path]:
+    """The document files, once the outputs are known not to overwrite an input (exit 2)."""
     outputs = [path for path in (xlsx, csv) if path is not None]
     try:
-        files = document_files([*docs, *(more_docs or [])], quotes=quotes, outputs=outputs)
+        files = document_files(paths, quotes=quotes, outputs=outputs)
     except InputError as error:
         bad_argument(str(error))
     _check_outputs(quotes, files, xlsx, csv)
     if xlsx is not None and xlsx.suffix.lower() != ".xlsx":
         bad_argument(f"--xlsx: {xlsx} should end in .xlsx (Excel would not open it otherwise)")
-    try:
-        quote_list = read_quotes(quotes)
-        documents = read_documents(files)
-        rows = verify_quotes(
-            quote_list,
-            documents,
-            embedder=DEFAULT_EMBEDDER if cosine else None,
-            trim_method=trim_method,  # type: ignore[arg-type]  # validated by verify_quotes
-            min_fuzzy_ratio=min_fuzzy_ratio,
-            ellipsis_max_gap=ellipsis_max_gap,
+    return files
+
+
+def _verify(
+    quote_list: list[str],
+    documents: dict[str, str],
+    cosine: bool,
+    trim_method: str,
+    min_fuzzy_ratio: float,
+    ellipsis_max_gap: int | None,
+) -> list[QuoteMatch]:
+    """`verify_quotes` with the command's options (the local model only with `--cosine`)."""
+    from groundwire.embeddings import DEFAULT_EMBEDDER
+    from groundwire.evaluators.quote_verification import verify_quotes
+
+    return verify_quotes(
+        quote_list,
+        documents,
+        embedder=DEFAULT_EMBEDDER if cosine else None,
+        trim_method=trim_method,  # type: ignore[arg-type]  # validated by verify_quotes
+        min_fuzzy_ratio=min_fuzzy_ratio,
+        ellipsis_max_gap=ellipsis_max_gap,
+    )
+
+
+def _write(rows: list[QuoteMatch], xlsx: Path | None, csv: Path | None) -> None:
+    """The Excel rows and the statistics CSV, each where it was asked for."""
+    from groundwire.evaluators.quote_verification import write_quotes_xlsx, write_stats_csv
+
+    if xlsx is not None:
+        _write_safely(xlsx, lambda path: write_quotes_xlsx(rows, path))
+    if csv is not None:
+        _write_safely(csv, lambda path: write_stats_csv(rows, path))
+
+
+def _print_rows(rows: list[QuoteMatch], n_documents: int) -> None:
+    """One table row per quote, then each quote's word edits against its source."""
+    table = Table(title=f"{len(rows)} quotes in {n_documents} documents")
+    for header in ("#", "quote", "source", "span", "match", "cosine", "bm25 ratio", "ok"):
+        table.add_column(header, overflow="fold")
+    for index, row in enumerate(rows, start=1):
+        table.add_row(
+            str(index),
+            _short(row.quote),
+            escape(row.source_doc or "-"),
+            _short(row.span_text) or "-",
+            _number(row.match_ratio),
+            _number(row.cosine_similarity),
+            _number(row.bm25_ratio),
+            "[red]no[/red]" if row.low_confidence else "[green]yes[/green]",
         )
-        if xlsx is not None:
-            _write_safely(xlsx, lambda path: write_quotes_xlsx(rows, path))
-        if csv is not None:
-            _write_safely(csv, lambda path: write_stats_csv(rows, path))
-    except (InputError, ValueError, TypeError, ImportError, OSError) as error:
-        err_console.print(
-            f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True
-        )
-        raise typer.Exit(2) from None
-    if as_json:
-        for row in rows:
-            typer.echo(dumps_strict(row.to_dict()))
-    else:
-        table = Table(title=f"{len(rows)} quotes in {len(documents)} documents")
-        for header in ("#", "quote", "source", "span", "match", "cosine", "bm25 ratio", "ok"):
-            table.add_column(header, overflow="fold")
-        for index, row in enumerate(rows, start=1):
-            table.add_row(
-                str(index),
-                _short(row.quote),
-                escape(row.source_doc or "-"),
-                _short(row.span_text) or "-",
-                _number(row.match_ratio),
-                _number(row.cosine_similarity),
-                _number(row.bm25_ratio),
-                "[red]no[/red]" if row.low_confidence else "[green]yes[/green]",
-            )
-        console.print(table)
-        changed = [(index, row) for index, row in enumerate(rows, start=1) if row.edits]
-        if changed:
-            console.print("differences from the source (-source words, +quote words):")
-        for index, row in changed:
-            console.print(f"  {index}. {_changes(row)}", highlight=False)
+    console.print(table)
+    changed = [(index, row) for index, row in enumerate(rows, start=1) if row.edits]
+    if changed:
+        console.print("differences from the source (-source words, +quote words):")
+    for index, row in changed:
+        console.print(f"  {index}. {_changes(row)}", highlight=False)
+
+
+def _print_totals(rows: list[QuoteMatch], xlsx: Path | None, csv: Path | None) -> None:
+    """How many quotes were verified, and the files written, on stderr."""
+    from groundwire.evaluators.quote_verification import quote_stats
+
     stats = quote_stats(rows)
     err_console.print(
         f"{stats.n_quotes - stats.n_low_match_confidence} of {stats.n_quotes} quotes verified; "

@@ -20,20 +20,28 @@
 `details` has every claim and pair, and the partial, not-supported and uncited shares (uncited
 over all claims; the others over cited claims). An answer with no marker and no quote is not
 applicable (`no_citations`) and costs no LLM call.
+
+Step 2 (resolving citations) is `evaluators/_citations.py`; this module splits, audits and counts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Final, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 
 from groundwire import semconv
 from groundwire._types import RagTurn, Score
-from groundwire.evaluators.quoted_spans import find_quotes
+from groundwire.evaluators._citations import (
+    FLAG_OUT_OF_RANGE,
+    FLAG_QUOTE_MISQUOTED,
+    FLAG_QUOTE_NOT_FOUND,
+    Citation,
+    QuoteStyle,
+    has_citations,
+    resolve_citations,
+)
 from groundwire.judges import (
     CITATION_PROMPT_HASH,
     FLAG_PASSES_DISAGREE,
@@ -53,83 +61,21 @@ from groundwire.judges import (
 )
 
 __all__ = [
+    "FLAG_OUT_OF_RANGE",
+    "FLAG_QUOTE_MISQUOTED",
+    "FLAG_QUOTE_NOT_FOUND",
     "Citation",
     "CitationSupport",
     "CitationVerdict",
     "aaudit_citation",
     "audit_citation",
+    "has_citations",
     "recheck_phrase",
     "resolve_citations",
 ]
 
-FLAG_OUT_OF_RANGE: Final = "citation_out_of_range"
-"""A marker names a context the turn does not have."""
-FLAG_QUOTE_NOT_FOUND: Final = "quote_not_found"
-"""A quote was not found (with confidence) in any context."""
-FLAG_QUOTE_MISQUOTED: Final = "quote_misquoted"
-"""A quote was found, but it changes its source's meaning (a number, negation, modal or name)."""
 SPAN_PREVIEW_CHARS: Final = 500
 """Characters of each audited span kept in `details` (spans can be whole documents)."""
-
-_MARKER = re.compile(r"\[\^?\s*(\d+(?:\s*[,;]\s*\^?\s*\d+)*)\s*\]")
-_NUMBER = re.compile(r"\d+")
-
-QuoteStyle = Literal["typographic", "ragas"]
-
-
-@dataclass(frozen=True, slots=True)
-class Citation:
-    """One citation of a claim, resolved to the span it points at."""
-
-    kind: Literal["marker", "quote"]
-    ref: str
-    """The marker (`[2]`) or the quoted text as written in the claim."""
-    context_index: int | None
-    """0-based index of the cited context; None when it could not be resolved."""
-    span: str
-    """The text the claim is audited against (empty when unresolved)."""
-    problem: str | None = None
-    """`citation_out_of_range`, `quote_not_found` or `quote_misquoted` when unresolved."""
-    reason: str | None = None
-    """What a misquote changed ("number changed: '30' -> '60'")."""
-
-
-def _markers(claim: str, contexts: Sequence[str], index_base: int) -> list[Citation]:
-    """Citations from `[n]`, `[n, m]` and `[^n]` markers."""
-    citations: list[Citation] = []
-    for match in _MARKER.finditer(claim):
-        for number in _NUMBER.findall(match.group(1)):
-            index = int(number) - index_base
-            ref = f"[{number}]"
-            if 0 <= index < len(contexts):
-                citations.append(Citation("marker", ref, index, contexts[index]))
-            else:
-                citations.append(Citation("marker", ref, None, "", FLAG_OUT_OF_RANGE))
-    return citations
-
-
-def _quotes(
-    claim: str, contexts: Sequence[str], style: QuoteStyle, min_words: int
-) -> list[Citation]:
-    """Citations from quoted text, located with `verify_quotes` (no embeddings)."""
-    quotes = [quote.text for quote in find_quotes(claim, style=style, min_len=min_words)]
-    if not quotes:
-        return []
-    from groundwire.evaluators.quote_verification import verify_quotes
-
-    documents = {str(index): text for index, text in enumerate(contexts)}
-    citations: list[Citation] = []
-    for row in verify_quotes(quotes, documents, embedder=None):
-        if row.source_doc is not None and row.meaning_changes:
-            reason = row.low_confidence_reason
-            citations.append(
-                Citation("quote", row.quote, None, "", FLAG_QUOTE_MISQUOTED, reason=reason)
-            )
-        elif row.source_doc is None or row.low_confidence:
-            citations.append(Citation("quote", row.quote, None, "", FLAG_QUOTE_NOT_FOUND))
-        else:
-            citations.append(Citation("quote", row.quote, int(row.source_doc), row.context_window))
-    return citations
 
 
 def recheck_phrase(audited: CitationVerdict, span: str) -> CitationVerdict:
@@ -154,33 +100,6 @@ def recheck_phrase(audited: CitationVerdict, span: str) -> CitationVerdict:
         return replace(audited, verdict=verdict, phrase_in_span=True, flags=flags)
     kinds = dict.fromkeys(f"phrase_{change.kind}_changed" for change in row.meaning_changes)
     return replace(audited, flags=(*audited.flags, *kinds))
-
-
-def resolve_citations(
-    claim: str,
-    contexts: Sequence[str],
-    *,
-    index_base: int = 1,
-    quote_style: QuoteStyle = "typographic",
-    min_quote_words: int = 3,
-) -> list[Citation]:
-    """The claim's citations (markers first, then quotes), duplicates removed."""
-    found = _markers(claim, contexts, index_base)
-    if contexts:
-        found += _quotes(claim, contexts, quote_style, min_quote_words)
-    unique: dict[tuple[str, str], Citation] = {}
-    for citation in found:
-        unique.setdefault((citation.kind, citation.ref), citation)
-    return list(unique.values())
-
-
-def has_citations(
-    answer: str, *, quote_style: QuoteStyle = "typographic", min_words: int = 3
-) -> bool:
-    """True when the answer has a citation marker or a quote of at least `min_words` words."""
-    if _MARKER.search(answer):
-        return True
-    return bool(find_quotes(answer, style=quote_style, min_len=min_words))
 
 
 def _label(value: float) -> str:
@@ -314,63 +233,18 @@ class CitationSupport:
         usage: Usage,
     ) -> Score:
         """Per-claim verdicts (best of its pairs), shares, and the score."""
-        pairs: list[dict[str, Any]] = []
-        claim_rows: list[dict[str, Any]] = []
-        errors: list[str] = []
-        results = iter(audits)
-        counts = dict.fromkeys(VERDICT_ORDER, 0)
-        for index, (claim, citations) in enumerate(zip(claims, resolved, strict=True)):
-            best: str | None = None
-            for citation in citations:
-                audit = next(results)
-                row: dict[str, Any] = {
-                    "claim_index": index,
-                    "claim": claim,
-                    "citation": citation.ref,
-                    "kind": citation.kind,
-                    "context_index": citation.context_index,
-                    "span": citation.span[:SPAN_PREVIEW_CHARS],
-                }
-                if isinstance(audit, JudgeError):
-                    row.update(verdict=None, error=str(audit))
-                    errors.append(f"claim {index} {citation.ref}: {audit}")
-                else:
-                    row.update(audit.to_dict())
-                    if best is None or VERDICT_ORDER[audit.verdict] > VERDICT_ORDER[best]:
-                        best = audit.verdict
-                pairs.append(row)
-            if citations and best is not None:
-                counts[best] += 1
-            verdict = best if citations else "uncited"
-            if citations and best is None:
-                verdict = "error"
-            refs = [c.ref for c in citations]
-            claim_rows.append({"claim": claim, "citations": refs, "verdict": verdict})
-        n_claims = len(claims)
-        n_uncited = sum(1 for row in claim_rows if row["verdict"] == "uncited")
-        n_judged = sum(counts.values())
-        details: dict[str, Any] = {
-            "claims": claim_rows,
-            "pairs": pairs,
-            "n_claims": n_claims,
-            "n_cited": n_claims - n_uncited,
-            "n_uncited": n_uncited,
-            "uncited_share": n_uncited / n_claims if n_claims else None,
-            "fully_supported_share": counts["fully_supported"] / n_judged if n_judged else None,
-            "partial_share": counts["partially_supported"] / n_judged if n_judged else None,
-            "not_supported_share": counts["not_supported"] / n_judged if n_judged else None,
-            semconv.DETAIL_JUDGE_MODEL: judge.model,
-            semconv.DETAIL_PROMPT_VERSION: CITATION_PROMPT_HASH,
-        }
-        if errors:
-            details["errors"] = errors
+        tally = _tally(claims, resolved, audits)
+        details = tally.details(judge.model)
+        counts, n_judged = tally.counts, tally.judged
         if n_judged == 0:
-            if errors:
+            if tally.errors:
                 return Score(
                     name=self.name,
                     value=math.nan,
                     label="error",
-                    error="JudgeError: no citation could be audited (" + "; ".join(errors) + ")",
+                    error="JudgeError: no citation could be audited ("
+                    + "; ".join(tally.errors)
+                    + ")",
                     details=details,
                     usage=usage.as_dict(),
                 )
@@ -390,8 +264,90 @@ class CitationSupport:
             explanation=(
                 f"{counts['fully_supported']} of {n_judged} cited claims fully supported, "
                 f"{counts['partially_supported']} partially, {counts['not_supported']} not; "
-                f"{n_uncited} of {n_claims} claims uncited."
+                f"{tally.uncited} of {len(claims)} claims uncited."
             ),
             details=details,
             usage=usage.as_dict(),
         )
+
+
+@dataclass
+class _Tally:
+    """The audits of one answer laid out per pair and per claim, and the verdicts counted."""
+
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VERDICT_ORDER, 0))
+
+    @property
+    def judged(self) -> int:
+        """Cited claims with a verdict (the denominator of every share but `uncited_share`)."""
+        return sum(self.counts.values())
+
+    @property
+    def uncited(self) -> int:
+        """Claims without a citation."""
+        return sum(1 for row in self.claims if row["verdict"] == "uncited")
+
+    def details(self, model: str) -> dict[str, Any]:
+        """The score's `details`: every claim and pair, the counts and the shares."""
+        n_claims, n_uncited, n_judged = len(self.claims), self.uncited, self.judged
+        details: dict[str, Any] = {
+            "claims": self.claims,
+            "pairs": self.pairs,
+            "n_claims": n_claims,
+            "n_cited": n_claims - n_uncited,
+            "n_uncited": n_uncited,
+            "uncited_share": n_uncited / n_claims if n_claims else None,
+            "fully_supported_share": _share(self.counts["fully_supported"], n_judged),
+            "partial_share": _share(self.counts["partially_supported"], n_judged),
+            "not_supported_share": _share(self.counts["not_supported"], n_judged),
+            semconv.DETAIL_JUDGE_MODEL: model,
+            semconv.DETAIL_PROMPT_VERSION: CITATION_PROMPT_HASH,
+        }
+        if self.errors:
+            details["errors"] = self.errors
+        return details
+
+
+def _share(count: int, total: int) -> float | None:
+    """count / total, None when there is nothing to share."""
+    return count / total if total else None
+
+
+def _tally(
+    claims: list[str], resolved: list[list[Citation]], audits: list[CitationVerdict | JudgeError]
+) -> _Tally:
+    """One row per (claim, citation) pair in audit order; a claim's verdict is the best of its
+    pairs' ("uncited" without citations, "error" when every audit of it failed)."""
+    tally = _Tally()
+    results = iter(audits)
+    for index, (claim, citations) in enumerate(zip(claims, resolved, strict=True)):
+        best: str | None = None
+        for citation in citations:
+            audit = next(results)
+            row: dict[str, Any] = {
+                "claim_index": index,
+                "claim": claim,
+                "citation": citation.ref,
+                "kind": citation.kind,
+                "context_index": citation.context_index,
+                "span": citation.span[:SPAN_PREVIEW_CHARS],
+            }
+            if isinstance(audit, JudgeError):
+                row.update(verdict=None, error=str(audit))
+                tally.errors.append(f"claim {index} {citation.ref}: {audit}")
+            else:
+                row.update(audit.to_dict())
+                if best is None or VERDICT_ORDER[audit.verdict] > VERDICT_ORDER[best]:
+                    best = audit.verdict
+            tally.pairs.append(row)
+        if citations and best is not None:
+            tally.counts[best] += 1
+        verdict = best if citations else "uncited"
+        if citations and best is None:
+            verdict = "error"
+        refs = [c.ref for c in citations]
+        tally.claims.append({"claim": claim, "citations": refs, "verdict": verdict})
+    return tally

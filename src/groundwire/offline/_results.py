@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from groundwire import semconv
 from groundwire._types import RagTurn, Score
 from groundwire.emit import provenance, registered_version
 
-__all__ = ["TurnResult", "dumps_strict", "json_safe", "score_value"]
+__all__ = ["Outcome", "ScoreCounts", "TurnResult", "dumps_strict", "json_safe", "score_value"]
 
 
 def json_safe(value: Any) -> Any:
@@ -42,6 +43,44 @@ def score_value(score: Score | None) -> float | None:
     if score is None or score.value is None or math.isnan(score.value):
         return None
     return score.value
+
+
+Outcome = Literal["scored", "not_applicable", "failed", "skipped"]
+"""What became of one evaluation: a value, none that applies, NaN, or not run (label `skipped`)."""
+
+
+@dataclass(slots=True)
+class ScoreCounts:
+    """One evaluator's scores counted by outcome, and the sum of their values: what the run's
+    summary and the HTML report's histograms both count, counted one way."""
+
+    scored: int = 0
+    not_applicable: int = 0
+    """No value (None), or no score at all for the turn."""
+    failed: int = 0
+    skipped: int = 0
+    """Not run: no judge configured, or the judge unreachable (label `skipped`, value None)."""
+    total: float = 0.0
+
+    def count(self, score: Score | None) -> Outcome:
+        """Count one score under its outcome (a value is added to `total`) and return it."""
+        if score is not None and score.value is None and score.label == semconv.LABEL_SKIPPED:
+            self.skipped += 1
+            return "skipped"
+        if score is None or score.value is None:
+            self.not_applicable += 1
+            return "not_applicable"
+        if math.isnan(score.value):
+            self.failed += 1
+            return "failed"
+        self.scored += 1
+        self.total += score.value
+        return "scored"
+
+    @property
+    def mean(self) -> float | None:
+        """Mean of the computed values, None when there were none."""
+        return self.total / self.scored if self.scored else None
 
 
 @dataclass(frozen=True, slots=True)

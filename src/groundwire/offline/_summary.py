@@ -6,37 +6,24 @@ Filled in while the run goes (`tally` counts each chunk of results), shown by th
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groundwire import semconv
 from groundwire._evaluator import JUDGE_UNREACHABLE
 from groundwire.offline._export import ExportReport
 from groundwire.offline._pipeline import TurnCounts
-from groundwire.offline._results import TurnResult
+from groundwire.offline._results import ScoreCounts, TurnResult
 from groundwire.offline.readers import ReadStats
 
 __all__ = ["EvaluatorTally", "RescoreSummary", "tally"]
 
 
 @dataclass(slots=True)
-class EvaluatorTally:
-    """How one evaluator fared over the run."""
+class EvaluatorTally(ScoreCounts):
+    """How one evaluator fared over the run (`ScoreCounts`, and why evaluations were skipped)."""
 
-    scored: int = 0
-    not_applicable: int = 0
-    failed: int = 0
-    skipped: int = 0
-    """Not run: no judge configured, or the judge unreachable (label `skipped`, value None)."""
     skip_reasons: dict[str, int] = field(default_factory=dict)
     """`skipped` by reason (`details["skip_reason"]`, e.g. `judge_unreachable`)."""
-    total: float = 0.0
-
-    @property
-    def mean(self) -> float | None:
-        """Mean of the computed values, None when there were none."""
-        return self.total / self.scored if self.scored else None
 
 
 @dataclass(slots=True)
@@ -179,14 +166,6 @@ def tally(summary: RescoreSummary, result: TurnResult) -> None:
     summary.turns_scored += 1
     for name, score in result.scores.items():
         counts = summary.tallies.setdefault(name, EvaluatorTally())
-        if score.value is None and score.label == semconv.LABEL_SKIPPED:
-            counts.skipped += 1
+        if counts.count(score) == "skipped":
             reason = str((score.details or {}).get("skip_reason") or "unspecified")
             counts.skip_reasons[reason] = counts.skip_reasons.get(reason, 0) + 1
-        elif score.value is None:
-            counts.not_applicable += 1
-        elif math.isnan(score.value):
-            counts.failed += 1
-        else:
-            counts.scored += 1
-            counts.total += score.value

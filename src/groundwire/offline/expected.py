@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from groundwire._types import RagTurn
+from groundwire.offline.writers import read_json_lines
 
 __all__ = ["ExpectedAnswers", "normalise_query"]
 
@@ -122,11 +123,5 @@ def _entries(path: Path) -> Iterator[tuple[str, Any, bool]]:
             for index, item in enumerate(items):
                 yield f"{path}[{index}]", item, False
             return
-        for number, line in enumerate(file, start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not valid JSON ({error.msg})") from None
-            yield f"{path}:{number}", item, False
+        for where, item in read_json_lines(file, path):
+            yield where, item, False

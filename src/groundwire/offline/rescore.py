@@ -11,7 +11,7 @@ Files stream through the readers, a bounded trace window and the shared assemble
 scored in chunks, here (`workers=1`), in worker processes (`workers=N`) or on Ray
 (`engine="ray"`); results are written in input order as they come, so an interrupted run leaves a
 valid OUT that `resume=True` continues. See docs/offline.md. The steps themselves are in
-`_rescore_run` (one `RescoreOptions` through named steps).
+`_rescore_inputs` (`RescoreOptions`, checked) and `_rescore_run` (the later named steps).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from collections.abc import Callable, Sequence
 
 from groundwire._evaluate import EvaluatorSpec
 from groundwire.offline._pipeline import DEFAULT_WINDOW, WindowOptions
-from groundwire.offline._rescore_run import (
+from groundwire.offline._rescore_inputs import (
     Engine,
     ProgressHook,
     RescoreOptions,
     ResultsHook,
     SpanSource,
-    run_rescore,
 )
+from groundwire.offline._rescore_run import run_rescore
 from groundwire.offline._stopping import StopFlag
 from groundwire.offline._summary import EvaluatorTally, RescoreSummary
 from groundwire.offline.expected import ExpectedAnswers

@@ -18,7 +18,13 @@ from pathlib import Path
 from groundwire.offline.writers._base import ResultWriter
 from groundwire.offline.writers._baseline import Baseline, BaselineError, Comparison, load_baseline
 from groundwire.offline.writers._html import HtmlReportWriter
-from groundwire.offline.writers._lines import CSV_LINE_END, CsvWriter, JsonLinesWriter, csv_header
+from groundwire.offline.writers._lines import (
+    CSV_LINE_END,
+    CsvWriter,
+    JsonLinesWriter,
+    csv_header,
+    read_json_lines,
+)
 from groundwire.offline.writers._parquet import (
     PART_GLOB,
     ParquetWriter,
@@ -70,6 +76,7 @@ __all__ = [
     "parquet_schema",
     "part_files",
     "partial_path",
+    "read_json_lines",
 ]
 
 _WRITERS: dict[str, Callable[..., ResultWriter]] = {

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import heapq
-import json
 import math
 import os
 from collections.abc import Iterable
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from groundwire.offline._results import TurnResult
+from groundwire.offline.writers._lines import read_json_lines
 from groundwire.offline.writers._report_style import BINS
 
 __all__ = ["Baseline", "BaselineError", "Change", "Comparison", "EvaluatorShift", "load_baseline"]
@@ -58,16 +58,10 @@ def _jsonl(path: Path) -> dict[_Key, tuple[str | None, dict[str, float | None]]]
     """The records of a `.jsonl` scores file."""
     turns: dict[_Key, tuple[str | None, dict[str, float | None]]] = {}
     with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise BaselineError(f"{path}:{number}: not JSON ({error.msg})") from None
+        for where, record in read_json_lines(lines, path, error=BaselineError):
             scores = record.get("scores") if isinstance(record, dict) else None
             if not isinstance(scores, dict):
-                raise BaselineError(f"{path}:{number}: not a scores record (no 'scores' object)")
+                raise BaselineError(f"{where}: not a scores record (no 'scores' object)")
             key = (str(record.get("trace_id") or ""), str(record.get("span_id") or ""))
             turns[key] = (record.get("query"), {str(k): _value(v) for k, v in scores.items()})
     return turns

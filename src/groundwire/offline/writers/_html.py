@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from groundwire._types import Score
-from groundwire.offline._results import TurnResult
+from groundwire.offline._results import ScoreCounts, TurnResult, score_value
 from groundwire.offline.writers._report_compare import COMPARISON_SLOT
 from groundwire.offline.writers._report_quotes import (
     answer_html,
@@ -50,37 +50,21 @@ _SKIPPED: Final = "skipped"
 
 
 @dataclass(slots=True)
-class _Distribution:
-    """One evaluator's histogram (bin counts), mean, and not-applicable / skipped / failed counts.
+class _Distribution(ScoreCounts):
+    """One evaluator's histogram (bin counts) beside its counts by outcome (`ScoreCounts`).
 
     `skip_reason` is the first skipped score's explanation (how to turn the evaluator on)."""
 
     bins: list[int] = field(default_factory=lambda: [0] * BINS)
-    scored: int = 0
-    total: float = 0.0
-    not_applicable: int = 0
-    skipped: int = 0
-    failed: int = 0
     skip_reason: str | None = None
 
     def add(self, score: Score | None) -> None:
         """Count one score."""
-        if score is not None and score.value is None and score.label == _SKIPPED:
-            self.skipped += 1
+        outcome, value = self.count(score), score_value(score)
+        if outcome == "skipped" and score is not None:
             self.skip_reason = self.skip_reason or score.explanation or score.error
-        elif score is None or score.value is None:
-            self.not_applicable += 1
-        elif math.isnan(score.value):
-            self.failed += 1
-        else:
-            self.scored += 1
-            self.total += score.value
-            self.bins[min(int(score.value * BINS), BINS - 1)] += 1
-
-    @property
-    def mean(self) -> float | None:
-        """The mean of the computed scores; None when there are none."""
-        return self.total / self.scored if self.scored else None
+        elif value is not None:  # scored
+            self.bins[min(int(value * BINS), BINS - 1)] += 1
 
 
 def _score_cell(score: Score) -> str:
