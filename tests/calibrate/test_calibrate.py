@@ -166,5 +166,5 @@ def test_a_bad_line_of_a_scores_file_is_named_by_file_and_line(tmp_path: Path) -
         read_scores(scores)
     assert str(caught.value) == f"{scores}:3: expected a JSON object, got list"
     scores.write_text("{not json\n")
-    with pytest.raises(LabelsError, match=rf"^{re.escape(str(scores))}:1: not a JSON object: "):
+    with pytest.raises(LabelsError, match=rf"^{re.escape(str(scores))}:1: not valid JSON \("):
         read_scores(scores)

@@ -61,7 +61,7 @@ def test_a_line_that_is_not_a_json_object_is_named(tmp_path: Path) -> None:
     """Gold answers name a line that is not JSON, or not an object, as calibrate's files do."""
     file = tmp_path / "gold.jsonl"
     file.write_text('{"query": "a", "expected": ["x"]}\n\n{"query": \n')
-    with pytest.raises(ValueError, match=r"gold\.jsonl:3: not a JSON object: "):
+    with pytest.raises(ValueError, match=r"gold\.jsonl:3: not valid JSON \("):
         load_expected(file)
     file.write_text('["a", "x"]\n')
     with pytest.raises(ValueError, match=r"gold\.jsonl:1: expected a JSON object, got list$"):

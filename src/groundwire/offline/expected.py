@@ -22,8 +22,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from groundwire._jsonlines import json_lines
 from groundwire._types import RagTurn
-from groundwire.offline.writers import read_json_lines
 
 __all__ = ["ExpectedAnswers", "normalise_query"]
 
@@ -123,5 +123,5 @@ def _entries(path: Path) -> Iterator[tuple[str, Any, bool]]:
             for index, item in enumerate(items):
                 yield f"{path}[{index}]", item, False
             return
-        for where, item in read_json_lines(file, path):
+        for where, item in json_lines(file, path):
             yield where, item, False

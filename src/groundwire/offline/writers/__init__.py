@@ -23,7 +23,6 @@ from groundwire.offline.writers._lines import (
     CsvWriter,
     JsonLinesWriter,
     csv_header,
-    read_json_lines,
 )
 from groundwire.offline.writers._parquet import (
     PART_GLOB,
@@ -76,7 +75,6 @@ __all__ = [
     "parquet_schema",
     "part_files",
     "partial_path",
-    "read_json_lines",
 ]
 
 _WRITERS: dict[str, Callable[..., ResultWriter]] = {

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from groundwire._jsonlines import json_lines
 from groundwire.offline._results import TurnResult
-from groundwire.offline.writers._lines import read_json_lines
 from groundwire.offline.writers._report_style import BINS
 
 __all__ = ["Baseline", "BaselineError", "Change", "Comparison", "EvaluatorShift", "load_baseline"]
@@ -58,7 +58,7 @@ def _jsonl(path: Path) -> dict[_Key, tuple[str | None, dict[str, float | None]]]
     """The records of a `.jsonl` scores file."""
     turns: dict[_Key, tuple[str | None, dict[str, float | None]]] = {}
     with path.open(encoding="utf-8") as lines:
-        for where, record in read_json_lines(lines, path, error=BaselineError):
+        for where, record in json_lines(lines, path, BaselineError):
             scores = record.get("scores") if isinstance(record, dict) else None
             if not isinstance(scores, dict):
                 raise BaselineError(f"{where}: not a scores record (no 'scores' object)")

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -22,25 +21,7 @@ __all__ = [
     "JsonLinesWriter",
     "csv_header",
     "details_json",
-    "read_json_lines",
 ]
-
-
-def read_json_lines(
-    lines: Iterable[str], source: object, *, error: type[ValueError] = ValueError
-) -> Iterator[tuple[str, Any]]:
-    """(`source:line`, value) for each non-blank line of JSON lines text: the one reader of the
-    scores files and the gold answers, so both name a line that is not JSON the same way
-    (`error`, a ValueError subclass of the caller's, saying where and why)."""
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{source}:{number}"
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as bad:
-            raise error(f"{where}: not valid JSON ({bad.msg})") from None
-        yield where, value
 
 
 class _LineFile:
