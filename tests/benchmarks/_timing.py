@@ -72,6 +72,19 @@ def measure(run: Callable[[], T], *, runs: int, warmup: int = 1) -> tuple[Timing
     return timing, result
 
 
+def machine(load_at_start: float) -> dict[str, Any]:
+    """The machine section of a results file whose run saw the 1-minute load average
+    `load_at_start` when it began (and now, at its end)."""
+    import platform
+
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average_1m_at_start": load_at_start,
+        "load_average_1m_at_end": os.getloadavg()[0],
+    }
+
+
 def environment() -> dict[str, Any]:
     """What the figures were measured on, for every results file."""
     import platform

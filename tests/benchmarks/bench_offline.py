@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import resource
 import shutil
@@ -39,7 +38,7 @@ from groundwire import evaluate_many
 from groundwire.offline import Problems, TurnCounts, WindowOptions, iter_turns, rescore
 from groundwire.offline._pipeline import DEFAULT_WINDOW
 from tests.benchmarks._cpu import TreeCpu
-from tests.benchmarks._timing import results_dir, scaled
+from tests.benchmarks._timing import machine, results_dir, scaled
 from tests.offline._traces import write_groundwire_jsonl
 
 RESULTS = results_dir()
@@ -516,12 +515,7 @@ def main() -> None:
     finally:
         shutil.rmtree(WORK, ignore_errors=True)
     data = {
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "load_average_1m_at_start": load_at_start,
-            "load_average_1m_at_end": os.getloadavg()[0],
-        },
+        "machine": machine(load_at_start),
         "file": generated,
         "read": reading,
         "read_without_duplicate_memory": reading_no_memory,

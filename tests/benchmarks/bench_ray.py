@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -37,7 +36,7 @@ from typing import Any
 
 from groundwire.offline import rescore
 from tests.benchmarks._cpu import TreeCpu
-from tests.benchmarks._timing import results_dir, scaled
+from tests.benchmarks._timing import machine, results_dir, scaled
 from tests.benchmarks.bench_offline import (
     ENGINE_FRACTION,
     FAST,
@@ -238,12 +237,7 @@ def main() -> None:
     finally:
         shutil.rmtree(WORK, ignore_errors=True)
     data = {
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "load_average_1m_at_start": load_at_start,
-            "load_average_1m_at_end": os.getloadavg()[0],
-        },
+        "machine": machine(load_at_start),
         "file": generated,
         "parts": ROTATED_PARTS,
         "fraction": ENGINE_FRACTION,
