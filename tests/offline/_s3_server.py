@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
+import pytest
+
 READABLE: Final = ("traces", "results")
 """Buckets the reader may list, read and write."""
 DENIED: Final = "private"
@@ -145,3 +147,11 @@ def s3_reader() -> Iterator[S3Server]:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+
+
+@pytest.fixture(scope="module", name="server")
+def reader_server() -> Iterator[S3Server]:
+    """The `server` fixture of a test module that imports it: moto_server on 127.0.0.1 for the
+    module, its reader's credentials in the environment (`s3_reader`)."""
+    with s3_reader() as running:
+        yield running

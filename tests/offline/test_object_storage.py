@@ -13,7 +13,6 @@ import importlib.util
 import logging
 import threading
 import tracemalloc
-from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,20 +26,13 @@ from groundwire.offline import Problems, read_spans, rescore
 from groundwire.offline._inputs import expand_inputs
 from groundwire.offline.readers import open_source
 from groundwire.offline.storage import BLOCK_SIZE
-from tests.offline._s3_server import DENIED, S3Server, s3_reader
+from tests.offline._s3_server import DENIED, S3Server, reader_server  # noqa: F401 (the fixture)
 from tests.offline._traces import gzip_copy, record_turns, write_groundwire_jsonl
 
 pytest.importorskip("s3fs", reason="the s3 extra (fsspec, s3fs) is not installed")
 pytest.importorskip("moto.server", reason="moto[server] is not installed")
 
 SPEC: dict[str, dict[str, Any]] = {"quoted_spans": {}}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[S3Server]:
-    """moto_server on 127.0.0.1 for this module; its reader's credentials in the environment."""
-    with s3_reader() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

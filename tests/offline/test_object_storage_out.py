@@ -4,27 +4,19 @@ its rows are; `--resume` continues an output held in storage. Against moto's S3 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from groundwire.offline import RescoreSummary, rescore
-from tests.offline._s3_server import S3Server, s3_reader
+from tests.offline._s3_server import S3Server, reader_server  # noqa: F401 (the fixture)
 from tests.offline._traces import record_turns, write_groundwire_jsonl
 
 pytest.importorskip("s3fs", reason="the s3 extra (fsspec, s3fs) is not installed")
 pytest.importorskip("moto.server", reason="moto[server] is not installed")
 
 SPEC: dict[str, dict[str, Any]] = {"quoted_spans": {}}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[S3Server]:
-    """moto_server on 127.0.0.1 for this module; its reader's credentials in the environment."""
-    with s3_reader() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")
