@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 import typer
 from rich.console import Console
@@ -226,6 +226,22 @@ def _phoenix(args: RescoreArgs) -> Any:
         bad_argument(str(error))
 
 
+_AS_GIVEN: Final = (
+    "expected",
+    "fmt",
+    "strict",
+    "resume",
+    "workers",
+    "engine",
+    "concurrency",
+    "ray_address",
+    "glob",
+)
+"""The `RescoreArgs` that go to `rescore()` unchanged, as keywords of the same names; the
+command turns the others into what `rescore()` takes (evaluators, export, window) or uses them
+itself."""
+
+
 def _run(
     args: RescoreArgs, plan: _Plan, display: _Display, phoenix: Any, compared: Comparison | None
 ) -> RescoreSummary:
@@ -240,19 +256,11 @@ def _run(
                 [os.fspath(path) for path in args.paths],
                 plan.spec,
                 args.out,
-                expected=args.expected,
-                fmt=args.fmt,
-                strict=args.strict,
-                resume=args.resume,
-                workers=args.workers,
-                engine=args.engine,
+                **{name: getattr(args, name) for name in _AS_GIVEN},
                 export_otlp=plan.export,
-                concurrency=args.concurrency,
                 window=WindowOptions(grace=args.grace),
                 progress=display.on_progress,
                 on_problem=print_notice,  # the bar's console: printed above the bar
-                ray_address=args.ray_address,
-                glob=args.glob,
                 **({"on_results": compared.add} if compared is not None else {}),
             )
             display.done(summary)

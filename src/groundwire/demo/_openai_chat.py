@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr, SecretStr
+
+from groundwire.demo._chat import Reply, ReplyingChatModel
 
 __all__ = ["OpenAICompatibleChatModel"]
 
@@ -32,7 +31,7 @@ def _role(message: BaseMessage) -> str:
     )
 
 
-class OpenAICompatibleChatModel(BaseChatModel):
+class OpenAICompatibleChatModel(ReplyingChatModel):
     """Chat completions from an OpenAI-compatible server (OpenAI, vLLM, Ollama, LiteLLM, ...)."""
 
     model_name: str = "gpt-4o-mini"
@@ -65,13 +64,7 @@ class OpenAICompatibleChatModel(BaseChatModel):
             )
         return self._client
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], stop: list[str] | None) -> Reply:
         """One chat-completions call; the reply with its token usage."""
         response = self._get_client().chat.completions.create(
             model=self.model_name,
@@ -81,21 +74,11 @@ class OpenAICompatibleChatModel(BaseChatModel):
         )
         choice = response.choices[0]
         usage = response.usage
-        message = AIMessage(
-            content=choice.message.content or "",
-            response_metadata={
-                "model_name": response.model,
-                "finish_reason": choice.finish_reason,
-            },
-            usage_metadata=None
+        return Reply(
+            choice.message.content or "",
+            response.model,
+            {"finish_reason": choice.finish_reason},
+            None
             if usage is None
-            else {
-                "input_tokens": usage.prompt_tokens,
-                "output_tokens": usage.completion_tokens,
-                "total_tokens": usage.total_tokens,
-            },
-        )
-        return ChatResult(
-            generations=[ChatGeneration(message=message)],
-            llm_output={"model_name": response.model},
+            else (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
         )

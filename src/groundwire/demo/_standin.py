@@ -14,11 +14,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final, Literal, get_args
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 
+from groundwire.demo._chat import Reply, ReplyingChatModel
 from groundwire.demo._words import content_words, sentences
 
 __all__ = [
@@ -168,7 +166,7 @@ def _text(message: BaseMessage) -> str:
     )
 
 
-class OfflineStandInChatModel(BaseChatModel):
+class OfflineStandInChatModel(ReplyingChatModel):
     """Offline stand-in for a chat model (not an LLM): quotes, and sometimes misquotes, its prompt.
 
     Deterministic: the same messages and `seed` always give the same answer. The question is the
@@ -191,13 +189,7 @@ class OfflineStandInChatModel(BaseChatModel):
         """What identifies this model in LangChain's invocation parameters (and on spans)."""
         return {"model_name": self.model_name, "seed": self.seed, "styles": self.styles}
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], stop: list[str] | None) -> Reply:
         """Answer the last human message from the prompt's numbered sources."""
         questions = [_text(m) for m in messages if isinstance(m, HumanMessage)]
         if not questions:
@@ -205,16 +197,7 @@ class OfflineStandInChatModel(BaseChatModel):
         prompt = "\n".join(_text(m) for m in messages if not isinstance(m, AIMessage))
         passages = [(int(n), text) for n, text in _PASSAGE.findall(prompt)]
         answer, style = stand_in_answer(questions[-1], passages, seed=self.seed, styles=self.styles)
-        message = AIMessage(
-            content=answer,
-            response_metadata={"model_name": self.model_name, "quote_style": style},
-            usage_metadata={
-                "input_tokens": len(prompt.split()),
-                "output_tokens": len(answer.split()),
-                "total_tokens": len(prompt.split()) + len(answer.split()),
-            },
-        )
-        return ChatResult(
-            generations=[ChatGeneration(message=message)],
-            llm_output={"model_name": self.model_name},
+        sent, received = len(prompt.split()), len(answer.split())
+        return Reply(
+            answer, self.model_name, {"quote_style": style}, (sent, received, sent + received)
         )

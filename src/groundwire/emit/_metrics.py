@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Final
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
@@ -27,16 +28,32 @@ def is_skipped(score: Score) -> bool:
     return score.value is None and score.label == semconv.LABEL_SKIPPED
 
 
+_HISTOGRAMS: Final[dict[str, tuple[str, Sequence[float], str]]] = {
+    semconv.METRIC_EVALUATION_SCORE: (
+        "1",
+        semconv.SCORE_BUCKETS,
+        "Evaluation scores in [0, 1], by evaluator and label.",
+    ),
+    semconv.METRIC_EVALUATION_DURATION: (
+        "s",
+        semconv.DURATION_BUCKETS_S,
+        "Time one evaluator took on one turn.",
+    ),
+    semconv.METRIC_JUDGE_AGREEMENT: (
+        "1",
+        semconv.SCORE_BUCKETS,
+        "Agreement between the two groundedness judges, in [0, 1].",
+    ),
+}
+"""Each histogram's unit, bucket bounds and description: the bounds are stated once, for the
+instrument's advisory and for the View of `metric_views()`."""
+
+
 def metric_views() -> list[View]:
     """Views pinning explicit buckets: [0, 1] for scores and agreement, seconds for durations."""
-    scores = ExplicitBucketHistogramAggregation(boundaries=semconv.SCORE_BUCKETS)
     return [
-        View(instrument_name=semconv.METRIC_EVALUATION_SCORE, aggregation=scores),
-        View(instrument_name=semconv.METRIC_JUDGE_AGREEMENT, aggregation=scores),
-        View(
-            instrument_name=semconv.METRIC_EVALUATION_DURATION,
-            aggregation=ExplicitBucketHistogramAggregation(boundaries=semconv.DURATION_BUCKETS_S),
-        ),
+        View(instrument_name=name, aggregation=ExplicitBucketHistogramAggregation(bounds))
+        for name, (_unit, bounds, _description) in _HISTOGRAMS.items()
     ]
 
 
@@ -46,28 +63,19 @@ class EvaluationMetrics:
     def __init__(self, meter_provider: MeterProvider | None = None) -> None:
         provider = meter_provider or metrics.get_meter_provider()
         meter = provider.get_meter(semconv.INSTRUMENTATION_SCOPE, __version__)
-        self._score = meter.create_histogram(
-            semconv.METRIC_EVALUATION_SCORE,
-            unit="1",
-            description="Evaluation scores in [0, 1], by evaluator and label.",
-            explicit_bucket_boundaries_advisory=semconv.SCORE_BUCKETS,
-        )
+        histograms = {
+            name: meter.create_histogram(
+                name, unit=unit, description=text, explicit_bucket_boundaries_advisory=bounds
+            )
+            for name, (unit, bounds, text) in _HISTOGRAMS.items()
+        }
+        self._score = histograms[semconv.METRIC_EVALUATION_SCORE]
+        self._duration = histograms[semconv.METRIC_EVALUATION_DURATION]
+        self._agreement = histograms[semconv.METRIC_JUDGE_AGREEMENT]
         self._evaluations = meter.create_counter(
             semconv.METRIC_EVALUATIONS,
             unit="{evaluation}",
             description="Evaluations by evaluator and outcome (ok, error, dropped, ...).",
-        )
-        self._duration = meter.create_histogram(
-            semconv.METRIC_EVALUATION_DURATION,
-            unit="s",
-            description="Time one evaluator took on one turn.",
-            explicit_bucket_boundaries_advisory=semconv.DURATION_BUCKETS_S,
-        )
-        self._agreement = meter.create_histogram(
-            semconv.METRIC_JUDGE_AGREEMENT,
-            unit="1",
-            description="Agreement between the two groundedness judges, in [0, 1].",
-            explicit_bucket_boundaries_advisory=semconv.SCORE_BUCKETS,
         )
         self._tokens = meter.create_counter(
             semconv.METRIC_JUDGE_TOKENS,

@@ -84,24 +84,40 @@ def _closing(outcome: StreamOutcome) -> Iterator[None]:
         outcome.finish(None, False)
 
 
-class TokenStream(Iterator[str]):
-    """Stands in for a sync token generator; see the module docstring."""
+class _Wrapper:
+    """What both stream wrappers share: the synthesizer call's span id and the outcome, which
+    is finished (not exhausted) if the wrapper is collected before the stream ended."""
 
-    def __init__(self, inner: Iterator[Any], span_id: str | None, outcome: StreamOutcome) -> None:
-        self._inner = inner
+    def __init__(self, span_id: str | None, outcome: StreamOutcome) -> None:
         self._span_id = span_id
         self.outcome = outcome
         weakref.finalize(self, outcome.finish, None, False)
+
+    def _step(self) -> _Step:
+        """One step of the stream, run as part of the synthesizer call."""
+        return _Step(self._span_id, self.outcome)
+
+    def _took(self, item: Any) -> str:
+        """Keep the text of the token a step produced, and return it."""
+        self.outcome.add(item)
+        return item  # type: ignore[no-any-return]
+
+
+class TokenStream(_Wrapper, Iterator[str]):
+    """Stands in for a sync token generator; see the module docstring."""
+
+    def __init__(self, inner: Iterator[Any], span_id: str | None, outcome: StreamOutcome) -> None:
+        super().__init__(span_id, outcome)
+        self._inner = inner
 
     def __iter__(self) -> TokenStream:
         return self
 
     def __next__(self) -> str:
         """The next token, run as part of the synthesizer call; ends the spans at the end."""
-        with _Step(self._span_id, self.outcome):
+        with self._step():
             item = next(self._inner)
-        self.outcome.add(item)
-        return item  # type: ignore[no-any-return]
+        return self._took(item)
 
     def close(self) -> None:
         """Close the underlying generator and end the waiting spans."""
@@ -111,26 +127,23 @@ class TokenStream(Iterator[str]):
                 close()
 
 
-class AsyncTokenStream(AsyncIterator[str]):
+class AsyncTokenStream(_Wrapper, AsyncIterator[str]):
     """Stands in for an async token generator; see the module docstring."""
 
     def __init__(
         self, inner: AsyncIterator[Any], span_id: str | None, outcome: StreamOutcome
     ) -> None:
+        super().__init__(span_id, outcome)
         self._inner = inner
-        self._span_id = span_id
-        self.outcome = outcome
-        weakref.finalize(self, outcome.finish, None, False)
 
     def __aiter__(self) -> AsyncTokenStream:
         return self
 
     async def __anext__(self) -> str:
         """The next token, run as part of the synthesizer call; ends the spans at the end."""
-        with _Step(self._span_id, self.outcome):
+        with self._step():
             item = await self._inner.__anext__()
-        self.outcome.add(item)
-        return item  # type: ignore[no-any-return]
+        return self._took(item)
 
     async def aclose(self) -> None:
         """Close the underlying generator and end the waiting spans."""
