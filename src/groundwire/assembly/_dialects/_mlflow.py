@@ -17,12 +17,11 @@ from groundwire.assembly._dialects._base import Dialect, Source
 from groundwire.assembly._documents import document_list
 from groundwire.assembly._extract import decode
 from groundwire.assembly._kinds import (
-    KIND_EMBEDDING,
     KIND_GENERATION,
     KIND_OTHER,
     KIND_RERANKER,
     KIND_RETRIEVER,
-    KIND_TOOL,
+    KINDS_BY_NAME,
 )
 from groundwire.assembly._record import SpanRecord
 
@@ -37,14 +36,8 @@ MLFLOW_SPAN_OUTPUTS: Final = "mlflow.spanOutputs"
 MLFLOW_TRACE_REQUEST_ID: Final = "mlflow.traceRequestId"
 """MLflow: the MLflow trace id (marks MLflow spans)."""
 
-_KINDS: Final = {
-    "RETRIEVER": KIND_RETRIEVER,
-    "RERANKER": KIND_RERANKER,
-    "CHAT_MODEL": KIND_GENERATION,
-    "LLM": KIND_GENERATION,
-    "EMBEDDING": KIND_EMBEDDING,
-    "TOOL": KIND_TOOL,
-}
+_KINDS: Final = {**KINDS_BY_NAME, "CHAT_MODEL": KIND_GENERATION}
+"""OpenInference's span type names, and MLflow's name of a chat model call."""
 
 
 class MLflow(Dialect):
