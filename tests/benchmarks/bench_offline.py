@@ -16,8 +16,9 @@ deleted at the end.
    with a CPU-heavy evaluator (`quote_verification` with its default embedder) on a few turns.
 
 Run: `python -m tests.benchmarks offline`. Writes results/offline.{md,json}. `python -m
-tests.benchmarks.bench_offline compare REV` adds the read stages of revision REV against this
-tree, measured alike (`_read_compare`).
+tests.benchmarks.bench_offline read` measures part 1 alone (merged into the results files);
+`python -m tests.benchmarks.bench_offline compare REV` adds the read stages of revision REV
+against this tree, measured alike (`_read_compare`).
 """
 
 from __future__ import annotations
@@ -490,23 +491,51 @@ def compare(revision: str) -> None:
     (RESULTS / "offline.md").write_text(_markdown(data), encoding="utf-8")
 
 
+def _read_path(path: Path) -> dict[str, Any]:
+    """Generate the file at `path`, then read it (without and with the duplicate-id memory),
+    parse its first eighth with the peer and take the read stages apart."""
+    generated = _generate(path)
+    print(f"generated {generated['bytes'] / 2**20:.0f} MB in {generated['generate_s']:.0f} s")
+    # First without the duplicate memory: RSS only grows, so this pass shows what reading
+    # alone holds; the default pass after it adds the bounded memory of recent ids.
+    reading_no_memory = _read_only(path, NO_DUPLICATE_MEMORY)
+    reading = _read_only(path)
+    print(f"read: {reading['spans_per_s']:.0f} spans/s")
+    peer = _peer_parse(path, generated["lines"] // 8)
+    print(f"peer parse: {peer['spans_per_s']:.0f} spans/s")
+    stages = _read_stages(path, generated["lines"] // 8)
+    print(f"read stages (µs/span): {stages}", flush=True)
+    return {
+        "file": generated,
+        "read": reading,
+        "read_without_duplicate_memory": reading_no_memory,
+        "peer_protobuf_parse": peer,
+        "read_stages": stages,
+    }
+
+
+def read_path() -> None:
+    """The reading section alone (`python -m tests.benchmarks.bench_offline read`), merged into
+    results/offline.{md,json}; the load it ran under is kept as `read_machine`."""
+    load_at_start = os.getloadavg()[0]
+    WORK.mkdir(parents=True, exist_ok=True)
+    try:
+        measured = _read_path(WORK / "traces.jsonl")
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
+    data = json.loads((RESULTS / "offline.json").read_text(encoding="utf-8"))
+    data.update(measured, read_machine=machine(load_at_start))
+    (RESULTS / "offline.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (RESULTS / "offline.md").write_text(_markdown(data), encoding="utf-8")
+
+
 def main() -> None:
     """Run every part and write results/offline.{md,json}."""
     load_at_start = os.getloadavg()[0]
     WORK.mkdir(parents=True, exist_ok=True)
     path = WORK / "traces.jsonl"
     try:
-        generated = _generate(path)
-        print(f"generated {generated['bytes'] / 2**20:.0f} MB in {generated['generate_s']:.0f} s")
-        # First without the duplicate memory: RSS only grows, so this pass shows what reading
-        # alone holds; the default pass after it adds the bounded memory of recent ids.
-        reading_no_memory = _read_only(path, NO_DUPLICATE_MEMORY)
-        reading = _read_only(path)
-        print(f"read: {reading['spans_per_s']:.0f} spans/s")
-        peer = _peer_parse(path, generated["lines"] // 8)
-        print(f"peer parse: {peer['spans_per_s']:.0f} spans/s")
-        stages = _read_stages(path, generated["lines"] // 8)
-        print(f"read stages (µs/span): {stages}", flush=True)
+        measured = _read_path(path)
         whole = _end_to_end(path, WORK / "whole.jsonl")
         print(f"end to end: {whole['turns_per_s']:.0f} turns/s")
         scoring = _scoring(_slice(path, WORK / "slice.jsonl", SLICE_LINES))
@@ -516,11 +545,7 @@ def main() -> None:
         shutil.rmtree(WORK, ignore_errors=True)
     data = {
         "machine": machine(load_at_start),
-        "file": generated,
-        "read": reading,
-        "read_without_duplicate_memory": reading_no_memory,
-        "peer_protobuf_parse": peer,
-        "read_stages": stages,
+        **measured,
         "end_to_end_quoted_spans": whole,
         "scoring_slice": scoring,
     }
@@ -611,6 +636,18 @@ before, {a["peer_us_per_span"] / a["full_us_per_span"]:.2f}x after (medians; eac
 after: {ratios})."""
 
 
+def _read_run_words(data: dict[str, Any]) -> str:
+    """When the reading section was measured on its own (`read`), the load it ran under."""
+    m = data.get("read_machine")
+    if m is None:
+        return ""
+    return f""" This section was measured on its own (`python -m
+tests.benchmarks.bench_offline read`; 1-minute load average {m["load_average_1m_at_start"]:.1f}
+at its start, {m["load_average_1m_at_end"]:.1f} at its end: {
+        _load_words(m["load_average_1m_at_start"])
+    })."""
+
+
 def _load_words(load: float) -> str:
     """What the load average says about the figures beside it."""
     if load < 1.0:
@@ -647,7 +684,7 @@ groundwire reads, reassembles and assembles turns at {r["spans_per_s"] / p["span
 the rate protobuf's JSON mapping merely parses.{_cpu_ratio_words(r, p)} RSS (MB) after each
 quarter of the file and at the end: {" / ".join(str(m) for m in r["rss_mb_at_quarters"])}; at
 most {r["peak_held_spans"]:,} spans were held for reassembly at once ({r["forced_traces"]} traces
-released early).{extra}
+released early).{_read_run_words(data)}{extra}
 
 ## End to end, whole file (`rescore`, `quoted_spans`, .jsonl out, 1 process)
 
@@ -779,6 +816,8 @@ if __name__ == "__main__":
 
     if sys.argv[1:] == ["rotated"]:
         rotated()
+    elif sys.argv[1:] == ["read"]:
+        read_path()
     elif sys.argv[1:2] == ["compare"] and len(sys.argv) == 3:
         compare(sys.argv[2])
     else:

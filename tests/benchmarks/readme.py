@@ -355,6 +355,7 @@ def offline() -> Row:
         ok = ok and engines["identical_outputs"]
         ok = ok and min(engines["local_speedup"], engines["ray_speedup"]) >= 1.8
     load = r["machine"].get("load_average_1m_at_start", 0.0)
+    load = max(load, r.get("read_machine", {}).get("load_average_1m_at_start", 0.0))  # `read`
     if load >= 2:
         cells.append(
             f"measured while other jobs loaded the 2 cores (load average {load:.0f}): "

@@ -16,14 +16,7 @@ from groundwire._types import Context
 from groundwire.assembly._dialects._base import Dialect, Source
 from groundwire.assembly._documents import document_list
 from groundwire.assembly._extract import decode
-from groundwire.assembly._kinds import (
-    KIND_EMBEDDING,
-    KIND_GENERATION,
-    KIND_OTHER,
-    KIND_RERANKER,
-    KIND_RETRIEVER,
-    KIND_TOOL,
-)
+from groundwire.assembly._kinds import KIND_OTHER, KIND_RERANKER, KIND_RETRIEVER, KINDS_BY_NAME
 from groundwire.assembly._record import SpanRecord
 
 __all__ = ["MLFLOW_SPAN_INPUTS", "MLFLOW_SPAN_OUTPUTS", "MLFLOW_SPAN_TYPE", "MLflow"]
@@ -37,14 +30,8 @@ MLFLOW_SPAN_OUTPUTS: Final = "mlflow.spanOutputs"
 MLFLOW_TRACE_REQUEST_ID: Final = "mlflow.traceRequestId"
 """MLflow: the MLflow trace id (marks MLflow spans)."""
 
-_KINDS: Final = {
-    "RETRIEVER": KIND_RETRIEVER,
-    "RERANKER": KIND_RERANKER,
-    "CHAT_MODEL": KIND_GENERATION,
-    "LLM": KIND_GENERATION,
-    "EMBEDDING": KIND_EMBEDDING,
-    "TOOL": KIND_TOOL,
-}
+_KINDS: Final = {**KINDS_BY_NAME, "CHAT_MODEL": KINDS_BY_NAME[semconv.SPAN_KIND_LLM]}
+"""OpenInference's span type names, and MLflow's for a chat model call (OpenInference's LLM)."""
 
 
 class MLflow(Dialect):

@@ -16,14 +16,7 @@ from groundwire import semconv
 from groundwire._types import Context
 from groundwire.assembly._dialects._base import Dialect, Source
 from groundwire.assembly._documents import document
-from groundwire.assembly._kinds import (
-    KIND_EMBEDDING,
-    KIND_GENERATION,
-    KIND_OTHER,
-    KIND_RERANKER,
-    KIND_RETRIEVER,
-    KIND_TOOL,
-)
+from groundwire.assembly._kinds import KIND_OTHER, KIND_RERANKER, KINDS_BY_NAME
 from groundwire.assembly._record import SpanRecord
 
 __all__ = ["LLM_INPUT_MESSAGES", "LLM_OUTPUT_MESSAGES", "OpenInference", "flattened_documents"]
@@ -48,14 +41,6 @@ _DOCUMENT_KEYS: Final[dict[str, dict[str, tuple[int, str]]]] = {}
 content`, ...) recur on every retriever span, and parsing them was the costliest part of reading
 its documents. At most `_KNOWN_KEYS` per prefix are kept (a bounded memory, whatever the input)."""
 
-_KINDS: Final = {
-    semconv.SPAN_KIND_RETRIEVER: KIND_RETRIEVER,
-    semconv.SPAN_KIND_RERANKER: KIND_RERANKER,
-    semconv.SPAN_KIND_LLM: KIND_GENERATION,
-    semconv.SPAN_KIND_EMBEDDING: KIND_EMBEDDING,
-    semconv.SPAN_KIND_TOOL: KIND_TOOL,
-}
-
 
 class OpenInference(Dialect):
     """OpenInference attributes: the first dialect asked (our own spans write it too)."""
@@ -72,7 +57,7 @@ class OpenInference(Dialect):
         """`openinference.span.kind`; any kind it sets is final (CHAIN, AGENT: plain steps)."""
         kind = attributes.get(semconv.OPENINFERENCE_SPAN_KIND)
         if isinstance(kind, str):
-            return _KINDS.get(kind.upper(), KIND_OTHER)
+            return KINDS_BY_NAME.get(kind.upper(), KIND_OTHER)
         return None
 
     def inputs(self, attributes: Mapping[str, Any]) -> list[Source]:

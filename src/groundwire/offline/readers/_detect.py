@@ -11,11 +11,11 @@ the file is none of the formats.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
+from groundwire.offline.readers._json import json_loads
 from groundwire.offline.readers._source import SourceFile
 
 __all__ = ["FORMATS", "FORMAT_NAMES", "FormatMismatchError", "TraceFormat", "detect_format"]
@@ -105,7 +105,7 @@ def _from_records(sample: bytes) -> TraceFormat | None:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json_loads(line)
         except (ValueError, RecursionError):
             continue
         found = _vote(value)

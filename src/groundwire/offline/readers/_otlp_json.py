@@ -23,6 +23,7 @@ from groundwire.offline.readers._common import (
     span_id_hex,
     trace_id_hex,
 )
+from groundwire.offline.readers._json import json_loads
 from groundwire.offline.readers._otlp_logs import logs_from_request
 from groundwire.offline.readers._otlp_values import any_value, attributes, get
 from groundwire.offline.readers._source import SourceFile
@@ -193,7 +194,7 @@ def read_otlp_json(source: SourceFile, problems: Problems) -> Iterator[SpanBatch
         where = f"{source.path}:{number}"
         signal = "traces"
         try:
-            data = json.loads(line)
+            data = json_loads(line)
             records = spans_from_request(data)
             signal = "logs"
             logs = logs_from_request(data) if records is None else None
