@@ -441,9 +441,10 @@ def ray() -> Row:
     ]
     if (RESULTS / "ray_million.json").exists():
         m = _load("ray_million")
+        where = " from and to S3 (moto)" if m.get("storage") == "s3" else ""
         cells.append(
-            f"{m['run']['turns']:,} turns on two nodes at {m['turns_per_s']:,.0f} turns/s, peak "
-            f"RSS {max(m['node_peak_rss_mb'].values()):,.0f} MB a node"
+            f"{m['run']['turns']:,} turns{where} on two nodes at {m['turns_per_s']:,.0f} turns/s, "
+            f"peak RSS {max(m['node_peak_rss_mb'].values()):,.0f} MB a node"
         )
     load = r["machine"]["load_average_1m_at_start"]
     if load >= 2:
