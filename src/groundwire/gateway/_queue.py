@@ -10,7 +10,8 @@ sector, a file edited by hand) is detected when it is read back, skipped, counte
 never stops the replay.
 
 A row is one accepted request: it is committed before the client gets its 200 (`append`, with
-group commit: the requests arriving while one commit runs share the next), and it stays until
+group commit: the requests arriving while one commit runs share the next, and hear of it in one
+hand-off to the loop, `_queue_waiters`), and it stays until
 nothing needs it any more: its forwarding is done (delivered, or given up for good) and, for a
 traces request being scored, its spans' traces are scored (`scored`). The evaluation results of
 scored traces are rows too, inserted by `scored` in the transaction that records their traces
@@ -25,7 +26,6 @@ All database work happens on one thread of its own; the asyncio loop only awaits
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
 import threading
@@ -35,16 +35,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from groundwire.gateway._queue_room import DiskRoom
 from groundwire.gateway._queue_rows import (
     DB_NAME,
     QueueWriteError,
     StoredRequest,
+    chunked,
     connect,
+    insert_sql,
     read_row,
+    set_sql,
 )
+from groundwire.gateway._queue_waiters import Waiting, answer
 from groundwire.gateway._repair import salvage
 from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._signals import CONTENT_PROTOBUF
@@ -55,6 +59,10 @@ logger = logging.getLogger("groundwire.gateway")
 
 _T = TypeVar("_T")
 
+DONE_DELAY_S: Final = 0.05
+"""How long a delivery waits for a transaction to record it with (see `DiskQueue.done`): what
+a crash can make the gateway send twice grows by what it delivers in this time."""
+
 _NewRow = tuple[str, str, int, bytes, int, int]
 """(signal, content_type, items, body, crc, score) of a request to insert."""
 
@@ -63,7 +71,7 @@ _NewRow = tuple[str, str, int, bytes, int, int]
 class _Work:
     """What one transaction writes: everything asked for since the last one."""
 
-    appends: list[tuple[_NewRow, Future[int]]] = field(default_factory=list)
+    appends: list[tuple[_NewRow, Waiting]] = field(default_factory=list)
     done: list[int] = field(default_factory=list)
     unscore: list[int] = field(default_factory=list)
     scored: list[str] = field(default_factory=list)
@@ -117,6 +125,8 @@ class DiskQueue:
         self._lock = threading.Lock()
         self._work = _Work()
         self._flushing = False
+        self._later: threading.Timer | None = None
+        self._closed = False
         self._bytes = 0
         self._records = 0
         self._db: sqlite3.Connection = self._call(self._open)
@@ -215,18 +225,23 @@ class DiskQueue:
         self, signal: str, content_type: str, items: int, body: bytes, *, score: bool
     ) -> int:
         """Store one request durably; its sequence number. QueueWriteError when it cannot be."""
-        future: Future[int] = Future()
+        waiting = Waiting.here()
         row = (signal, content_type, items, body, zlib.crc32(body), int(score))
         with self._lock:
-            self._work.appends.append((row, future))
+            self._work.appends.append((row, waiting))
             self._schedule()
-        return await asyncio.wrap_future(future)
+        return await waiting.future
 
     def done(self, seqs: Iterable[int]) -> None:
-        """Forwarding of these requests is over (delivered or given up for good)."""
+        """Forwarding of these requests is over (delivered or given up for good). Recorded
+        with the next transaction, or `DONE_DELAY_S` later in one of its own: under load new
+        requests arrive meanwhile, and one commit (one fsync) serves both."""
         with self._lock:
             self._work.done.extend(seqs)
-            self._schedule()
+            if not self._flushing and self._later is None:
+                self._later = threading.Timer(DONE_DELAY_S, self._retry)
+                self._later.daemon = True
+                self._later.start()
 
     def scored(
         self,
@@ -263,8 +278,8 @@ class DiskQueue:
                     return
             if work.appends and self.room.low(self._db, self._bytes, self._records):
                 needed = self.room.needed(self._bytes, self._records)
-                self.room.refuse(
-                    (future for _, future in work.appends),
+                self._refuse(
+                    work,
                     f"the disk of {self.directory} is nearly full (the queue keeps "
                     f"{needed} bytes free to record deliveries)",
                 )
@@ -272,9 +287,7 @@ class DiskQueue:
             try:
                 self._write(work)
             except sqlite3.Error as error:
-                self.room.refuse(
-                    (f for _, f in work.appends), f"cannot write to {self.path}: {error}"
-                )
+                self._refuse(work, f"cannot write to {self.path}: {error}")
                 records = work.take_records()
                 if work.appends and records.records():
                     try:  # without the new requests: recording deliveries frees space
@@ -290,20 +303,31 @@ class DiskQueue:
                 retry.start()
                 return
 
+    def _refuse(self, work: _Work, why: str) -> None:
+        """Answer the new requests of `work` with a QueueWriteError (the receivers say 503)."""
+        if work.appends:
+            message = self.room.refuse(len(work.appends), why)
+            answer(
+                [waiting for _, waiting in work.appends],
+                [QueueWriteError(message) for _ in work.appends],
+            )
+
     def _retry(self) -> None:
-        """Try again what a failed commit left (deliveries, scores and results to record)."""
+        """Write what is left to record (deliveries waiting for a transaction, or what a failed
+        commit left)."""
         with self._lock:
-            if self._work.records():
+            self._later = None
+            if self._work.records() and not self._closed:
                 self._schedule()
 
-    def _insert(self, row: _NewRow, forward: int) -> int:
-        """Insert one request row; its sequence number."""
-        cursor = self._db.execute(
-            "INSERT INTO requests (signal, content_type, items, body, crc, forward, score) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (*row[:5], forward, row[5]),
-        )
-        return int(cursor.lastrowid or 0)
+    def _insert(self, rows: list[_NewRow], forward: int) -> list[int]:
+        """Insert request rows, in order; their sequence numbers."""
+        seqs: list[int] = []
+        for size, values in chunked(rows, lambda row: (*row[:5], forward, row[5])):
+            cursor = self._db.execute(insert_sql(size), values)
+            last = int(cursor.lastrowid or 0)
+            seqs.extend(range(last - size + 1, last + 1))
+        return seqs
 
     def _write(self, work: _Work) -> None:
         """One transaction: insert the new requests and the evaluation results, mark the
@@ -318,13 +342,10 @@ class DiskQueue:
         )
         db.execute("BEGIN IMMEDIATE")
         try:
-            seqs = [self._insert(row, 1) for row in new]
-            db.executemany(
-                "UPDATE requests SET forward = 0 WHERE seq = ?", [(s,) for s in work.done]
-            )
-            db.executemany(
-                "UPDATE requests SET score = 0 WHERE seq = ?", [(s,) for s in work.unscore]
-            )
+            seqs = self._insert(new, 1)
+            for column, marked in (("forward", work.done), ("score", work.unscore)):
+                for size, values in chunked(marked, lambda seq: (seq,)):
+                    db.execute(set_sql(column, size), values)
             self._record_scored(work.scored)
             removed = 0, 0
             if work.done or work.unscore:
@@ -340,8 +361,7 @@ class DiskQueue:
             raise
         self._records += len(new) - int(removed[0])
         self._bytes += sum(len(row[3]) for row in new) - int(removed[1])
-        for (_, appended), seq in zip(work.appends, seqs, strict=False):
-            appended.set_result(seq)
+        answer([waiting for _, waiting in work.appends], seqs[: len(work.appends)])
         result_seqs = iter(seqs[len(work.appends) :])
         for results, committed in work.results:
             committed.set_result([next(result_seqs) for _ in results])
@@ -361,6 +381,9 @@ class DiskQueue:
     def sync(self) -> None:
         """Wait until what was asked of the queue so far is committed (or has failed), and
         its waiting callbacks have run."""
+        with self._lock:
+            if self._work.records():
+                self._schedule()
         self._call(lambda: None)
 
     def close(self) -> None:
@@ -372,6 +395,9 @@ class DiskQueue:
         """Write what is pending, truncate the write-ahead log, close the connection."""
         with self._lock:
             left = self._work.records()
+            self._closed = True
+            if self._later is not None:
+                self._later.cancel()
         if left:
             self._flushing = True
             self._flush()
