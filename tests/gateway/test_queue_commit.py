@@ -1,15 +1,14 @@
 """The persistent queue's group commit, on a real SQLite database: many requests written by one
-transaction each learn their own row, deliveries are recorded without a transaction of their
-own, and nothing of a delivered request is left on disk."""
+transaction each learn their own row, and deliveries marked together delete exactly the rows
+delivered."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-import time
 from pathlib import Path
 
-from groundwire.gateway._queue import DONE_DELAY_S, DiskQueue
+from groundwire.gateway._queue import DiskQueue
 from groundwire.gateway._signals import CONTENT_PROTOBUF
 
 
@@ -39,20 +38,19 @@ def test_each_request_of_a_group_commit_gets_its_own_row_in_order(tmp_path: Path
     reopened.close()
 
 
-def test_deliveries_are_recorded_with_the_next_commit_or_on_their_own(tmp_path: Path) -> None:
-    """A delivery waits for the next transaction (new requests) and is written with it; with no
-    new request it is written on its own shortly after; either way the delivered rows are
-    deleted and the held totals go back to what is still held."""
+def test_delivered_requests_leave_the_disk_and_the_held_totals(tmp_path: Path) -> None:
+    """Deliveries of some of a group's requests (marked several to a statement): exactly those
+    rows are deleted, the held totals count what is left, and a restart replays only that."""
     queue = DiskQueue(tmp_path)
-    first = asyncio.run(_append_all(queue, [b"a" * 100, b"b" * 200]))
-    queue.done(first[:1])
-    second = asyncio.run(_append_all(queue, [b"c" * 300]))  # its commit records the delivery
-    assert (queue.held_records, queue.held_bytes) == (2, 500)
-    queue.done([first[1], *second])  # nothing new arrives: written on its own
-    deadline = time.monotonic() + 5.0
-    while queue.held_records and time.monotonic() < deadline:
-        time.sleep(DONE_DELAY_S)
-    assert (queue.held_records, queue.held_bytes) == (0, 0)
+    bodies = [bytes([65 + index % 26]) * (100 + index) for index in range(70)]
+    seqs = asyncio.run(_append_all(queue, bodies))
+    queue.done(seqs[::2])
+    queue.sync()
+    kept = bodies[1::2]
+    assert (queue.held_records, queue.held_bytes) == (35, sum(len(body) for body in kept))
     queue.close()
     with sqlite3.connect(tmp_path / "queue.sqlite3") as db:
-        assert db.execute("SELECT COUNT(*) FROM requests").fetchone()[0] == 0
+        assert [row[0] for row in db.execute("SELECT seq FROM requests ORDER BY seq")] == seqs[1::2]
+    reopened = DiskQueue(tmp_path)
+    assert [s.body for s in reopened.replay()] == kept
+    reopened.close()

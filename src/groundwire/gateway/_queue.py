@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from groundwire.gateway._queue_room import DiskRoom
 from groundwire.gateway._queue_rows import (
@@ -59,12 +59,9 @@ logger = logging.getLogger("groundwire.gateway")
 
 _T = TypeVar("_T")
 
-DONE_DELAY_S: Final = 0.05
-"""How long a delivery waits for a transaction to record it with (see `DiskQueue.done`): what
-a crash can make the gateway send twice grows by what it delivers in this time."""
-
-_NewRow = tuple[str, str, int, bytes, int, int]
-"""(signal, content_type, items, body, crc, score) of a request to insert."""
+_NewRow = tuple[str, str, int, bytes, int]
+"""(signal, content_type, items, body, score) of a request to insert (its CRC-32 is computed on
+the database thread, off the event loop)."""
 
 
 @dataclass
@@ -125,7 +122,6 @@ class DiskQueue:
         self._lock = threading.Lock()
         self._work = _Work()
         self._flushing = False
-        self._later: threading.Timer | None = None
         self._closed = False
         self._bytes = 0
         self._records = 0
@@ -226,22 +222,17 @@ class DiskQueue:
     ) -> int:
         """Store one request durably; its sequence number. QueueWriteError when it cannot be."""
         waiting = Waiting.here()
-        row = (signal, content_type, items, body, zlib.crc32(body), int(score))
+        row = (signal, content_type, items, body, int(score))
         with self._lock:
             self._work.appends.append((row, waiting))
             self._schedule()
         return await waiting.future
 
     def done(self, seqs: Iterable[int]) -> None:
-        """Forwarding of these requests is over (delivered or given up for good). Recorded
-        with the next transaction, or `DONE_DELAY_S` later in one of its own: under load new
-        requests arrive meanwhile, and one commit (one fsync) serves both."""
+        """Forwarding of these requests is over (delivered or given up for good)."""
         with self._lock:
             self._work.done.extend(seqs)
-            if not self._flushing and self._later is None:
-                self._later = threading.Timer(DONE_DELAY_S, self._retry)
-                self._later.daemon = True
-                self._later.start()
+            self._schedule()
 
     def scored(
         self,
@@ -313,18 +304,21 @@ class DiskQueue:
             )
 
     def _retry(self) -> None:
-        """Write what is left to record (deliveries waiting for a transaction, or what a failed
-        commit left)."""
+        """Try again what a failed commit left (deliveries, scores and results to record),
+        unless the queue was closed meanwhile."""
         with self._lock:
-            self._later = None
             if self._work.records() and not self._closed:
                 self._schedule()
 
     def _insert(self, rows: list[_NewRow], forward: int) -> list[int]:
         """Insert request rows, in order; their sequence numbers."""
         seqs: list[int] = []
-        for size, values in chunked(rows, lambda row: (*row[:5], forward, row[5])):
-            cursor = self._db.execute(insert_sql(size), values)
+
+        def values(row: _NewRow) -> tuple[Any, ...]:
+            return (*row[:4], zlib.crc32(row[3]), forward, row[4])
+
+        for size, values_of_chunk in chunked(rows, values):
+            cursor = self._db.execute(insert_sql(size), values_of_chunk)
             last = int(cursor.lastrowid or 0)
             seqs.extend(range(last - size + 1, last + 1))
         return seqs
@@ -336,7 +330,7 @@ class DiskQueue:
         db = self._db
         new = [row for row, _ in work.appends]
         new.extend(
-            (r.signal, CONTENT_PROTOBUF, r.items, r.body, zlib.crc32(r.body), 0)
+            (r.signal, CONTENT_PROTOBUF, r.items, r.body, 0)
             for results, _ in work.results
             for r in results
         )
@@ -381,9 +375,6 @@ class DiskQueue:
     def sync(self) -> None:
         """Wait until what was asked of the queue so far is committed (or has failed), and
         its waiting callbacks have run."""
-        with self._lock:
-            if self._work.records():
-                self._schedule()
         self._call(lambda: None)
 
     def close(self) -> None:
@@ -396,8 +387,6 @@ class DiskQueue:
         with self._lock:
             left = self._work.records()
             self._closed = True
-            if self._later is not None:
-                self._later.cancel()
         if left:
             self._flushing = True
             self._flush()
