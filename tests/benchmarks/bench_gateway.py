@@ -335,6 +335,32 @@ async def _closed_loop(url: str, body: bytes, seconds: float, concurrency: int) 
     return done
 
 
+def _process_cost(pid: int) -> tuple[float, int]:
+    """CPU seconds (every thread) and bytes written to storage so far by process `pid`."""
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    written = Path(f"/proc/{pid}/io").read_text().split("write_bytes:")[1].split()[0]
+    return cpu, int(written)
+
+
+def _throughput_cost(front: _Process, body: bytes) -> tuple[float, float, float]:
+    """Spans per second through `front` (after WARMUP_S), and its CPU microseconds and bytes
+    written to disk per request meanwhile (less sensitive to other load than spans/s)."""
+    url = front.url + "/v1/traces"
+    asyncio.run(_closed_loop(url, body, WARMUP_S, CONCURRENCY))
+    cpu, written = _process_cost(front.process.pid)
+    started = time.monotonic()
+    done = asyncio.run(_closed_loop(url, body, DURATION_S, CONCURRENCY))
+    elapsed = time.monotonic() - started
+    cpu_after, written_after = _process_cost(front.process.pid)
+    per = max(done, 1)
+    return (
+        done * SPANS_PER_REQUEST / elapsed,
+        (cpu_after - cpu) / per * 1e6,
+        (written_after - written) / per,
+    )
+
+
 def _throughput(url: str, body: bytes) -> float:
     """Spans per second through `url` (after WARMUP_S)."""
     asyncio.run(_closed_loop(url + "/v1/traces", body, WARMUP_S, CONCURRENCY))
@@ -471,11 +497,14 @@ def _queue_part(tmp: Path) -> dict[str, Any]:
         "gateway_queue_nofsync": unsynced,
     }
     runs: dict[str, list[float]] = {side: [] for side in fronts}
+    costs: dict[str, list[tuple[float, float]]] = {side: [] for side in fronts}
     latency: dict[str, Any] = {}
     try:
         for _ in range(RUNS):
             for side, front in fronts.items():
-                runs[side].append(_throughput(front.url, body))
+                rate, cpu_us, written = _throughput_cost(front, body)
+                runs[side].append(rate)
+                costs[side].append((cpu_us, written))
             print("queue throughput run: " + ", ".join(
                 f"{side} {values[-1]:.0f}" for side, values in runs.items()) + " spans/s",
                 flush=True)  # fmt: skip
@@ -500,6 +529,11 @@ def _queue_part(tmp: Path) -> dict[str, Any]:
     for name, top, bottom in pairs:
         ratios = [a / b for a, b in zip(runs[top], runs[bottom], strict=True)]
         out[name] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+    out["cost"] = {
+        side: {"cpu_us": statistics.median(c for c, _ in v),
+               "disk_bytes": statistics.median(w for _, w in v)}
+        for side, v in costs.items()
+    }  # fmt: skip
     out["latency"] = latency
     out["queue_added_p99_ms"] = latency["gateway_queue"]["p99_ms"] - latency["gateway"]["p99_ms"]
     out["nofsync_added_p99_ms"] = (
@@ -807,18 +841,28 @@ def _markdown(out: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+_QUEUE_SIDES = (("proxy", "minimal OTLP proxy"), ("gateway", "groundwire serve"),
+                ("gateway_queue", "groundwire serve --queue-dir"),
+                ("gateway_queue_nofsync", "--queue-dir, queue_fsync: false"))  # fmt: skip
+
+
 def _queue_markdown(q: dict[str, Any]) -> list[str]:
     """Part 5's section."""
     rows = [
         "## The persistent queue (`--queue-dir`): pass-through, evaluation off",
         "",
         "Each request is committed to SQLite (WAL, `synchronous=FULL`: on disk before the 200; "
-        "concurrent requests share a commit) and deleted once delivered. Same closed loop as "
-        "above, runs alternated; every side measured in the same run"
+        "concurrent requests share a commit; `secure_delete=FAST`) and deleted once delivered. "
+        "Same closed loop as above, runs alternated; every side measured in the same run"
         + (
             f" ({q['measured']}, load average {q['load_average_1m']:.1f} on "
-            f"{os.cpu_count()} CPUs at the end: compare the ratios, not the spans/s with the "
-            "sections above)"
+            f"{os.cpu_count()} CPUs at the end"
+            + (
+                ", more than the benchmark's own processes: the machine was shared"
+                if q["load_average_1m"] > 4
+                else ""
+            )
+            + ": compare the ratios, not the spans/s with the sections above)"
             if "measured" in q
             else ""
         )
@@ -827,9 +871,7 @@ def _queue_markdown(q: dict[str, Any]) -> list[str]:
         "| side | spans/s median | min | max |",
         "|---|---|---|---|",
     ]
-    for side, label in (("proxy", "minimal OTLP proxy"), ("gateway", "groundwire serve"),
-                        ("gateway_queue", "groundwire serve --queue-dir"),
-                        ("gateway_queue_nofsync", "--queue-dir, queue_fsync: false")):  # fmt: skip
+    for side, label in _QUEUE_SIDES:
         if side not in q:
             continue
         row = q[side]
@@ -842,6 +884,18 @@ def _queue_markdown(q: dict[str, Any]) -> list[str]:
         r = q[name]
         rows.append(f"| **ratio {label}** | **{r['median']:.2f}x** | {r['min']:.2f}x | "
                     f"{r['max']:.2f}x |")  # fmt: skip
+    if "cost" in q:
+        rows += [
+            "",
+            "Cost per request of each side's own process (median of the runs; CPU of every "
+            "thread, and bytes it wrote to disk):",
+            "",
+            "| side | CPU us per request | disk bytes per request |",
+            "|---|---|---|",
+        ]
+        for side, label in _QUEUE_SIDES:
+            cost = q["cost"][side]
+            rows.append(f"| {label} | {cost['cpu_us']:,.0f} | {cost['disk_bytes']:,.0f} |")
     rows += [
         "",
         "Latency of a paced 1-span probe (one every 10 ms, nothing else running), client send to "

@@ -79,6 +79,7 @@ def test_open_traces_are_scored_once_after_a_crash_and_scored_ones_not_again(
     health = second.wait_health(lambda h: h["queue"]["records"] == 0)
     assert health["counts"]["late_spans"] == 2  # A's spans in the replayed request
     assert health["counts"]["scored_turns"] == 1
+    assert health["counts"]["queue_results:traces"] == 1  # B's carrier span, committed once
 
 
 def _log_trace_ids(downstream: RawDownstream) -> Counter[str]:

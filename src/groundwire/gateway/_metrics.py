@@ -70,6 +70,11 @@ class GatewayMetrics:
                 ),
                 (semconv.METRIC_GATEWAY_REPLAYED, "{request}", "Requests replayed from disk."),
                 (semconv.METRIC_GATEWAY_CORRUPT, "{request}", "Damaged queue records skipped."),
+                (
+                    semconv.METRIC_GATEWAY_QUEUED_RESULTS,
+                    "{item}",
+                    "Evaluation-result items committed to the persistent queue.",
+                ),
                 (semconv.METRIC_GATEWAY_SCORED_TURNS, "{turn}", "Turns scored."),
             )
         }
@@ -193,6 +198,16 @@ class GatewayMetrics:
     def corrupt(self, requests: int) -> None:
         """Damaged records found (and skipped) in the persistent queue."""
         self._count("queue_corrupt", requests, semconv.METRIC_GATEWAY_CORRUPT)
+
+    def queued_results(self, signal: str, items: int) -> None:
+        """Evaluation-result items (spans, log records) committed to the persistent queue: not
+        `received` (no client sent them), then forwarded, retried or dropped like the rest."""
+        self._count(
+            f"queue_results:{signal}",
+            items,
+            semconv.METRIC_GATEWAY_QUEUED_RESULTS,
+            self._attrs(signal),
+        )
 
     def scored_turns(self, turns: int) -> None:
         """Turns whose evaluation finished (from the scoring process's runner counts)."""

@@ -10,7 +10,8 @@ sector, a file edited by hand) is detected when it is read back, skipped, counte
 never stops the replay.
 
 A row is one accepted request: it is committed before the client gets its 200 (`append`, with
-group commit: the requests arriving while one commit runs share the next), and it stays until
+group commit: the requests arriving while one commit runs share the next, and hear of it in one
+hand-off to the loop, `_queue_waiters`), and it stays until
 nothing needs it any more: its forwarding is done (delivered, or given up for good) and, for a
 traces request being scored, its spans' traces are scored (`scored`). The evaluation results of
 scored traces are rows too, inserted by `scored` in the transaction that records their traces
@@ -25,7 +26,6 @@ All database work happens on one thread of its own; the asyncio loop only awaits
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
 import threading
@@ -42,9 +42,13 @@ from groundwire.gateway._queue_rows import (
     DB_NAME,
     QueueWriteError,
     StoredRequest,
+    chunked,
     connect,
+    insert_sql,
     read_row,
+    set_sql,
 )
+from groundwire.gateway._queue_waiters import Waiting, answer
 from groundwire.gateway._repair import salvage
 from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._signals import CONTENT_PROTOBUF
@@ -55,15 +59,16 @@ logger = logging.getLogger("groundwire.gateway")
 
 _T = TypeVar("_T")
 
-_NewRow = tuple[str, str, int, bytes, int, int]
-"""(signal, content_type, items, body, crc, score) of a request to insert."""
+_NewRow = tuple[str, str, int, bytes, int]
+"""(signal, content_type, items, body, score) of a request to insert (its CRC-32 is computed on
+the database thread, off the event loop)."""
 
 
 @dataclass
 class _Work:
     """What one transaction writes: everything asked for since the last one."""
 
-    appends: list[tuple[_NewRow, Future[int]]] = field(default_factory=list)
+    appends: list[tuple[_NewRow, Waiting]] = field(default_factory=list)
     done: list[int] = field(default_factory=list)
     unscore: list[int] = field(default_factory=list)
     scored: list[str] = field(default_factory=list)
@@ -117,6 +122,7 @@ class DiskQueue:
         self._lock = threading.Lock()
         self._work = _Work()
         self._flushing = False
+        self._closed = False
         self._bytes = 0
         self._records = 0
         self._db: sqlite3.Connection = self._call(self._open)
@@ -215,12 +221,12 @@ class DiskQueue:
         self, signal: str, content_type: str, items: int, body: bytes, *, score: bool
     ) -> int:
         """Store one request durably; its sequence number. QueueWriteError when it cannot be."""
-        future: Future[int] = Future()
-        row = (signal, content_type, items, body, zlib.crc32(body), int(score))
+        waiting = Waiting.here()
+        row = (signal, content_type, items, body, int(score))
         with self._lock:
-            self._work.appends.append((row, future))
+            self._work.appends.append((row, waiting))
             self._schedule()
-        return await asyncio.wrap_future(future)
+        return await waiting.future
 
     def done(self, seqs: Iterable[int]) -> None:
         """Forwarding of these requests is over (delivered or given up for good)."""
@@ -263,8 +269,8 @@ class DiskQueue:
                     return
             if work.appends and self.room.low(self._db, self._bytes, self._records):
                 needed = self.room.needed(self._bytes, self._records)
-                self.room.refuse(
-                    (future for _, future in work.appends),
+                self._refuse(
+                    work,
                     f"the disk of {self.directory} is nearly full (the queue keeps "
                     f"{needed} bytes free to record deliveries)",
                 )
@@ -272,9 +278,7 @@ class DiskQueue:
             try:
                 self._write(work)
             except sqlite3.Error as error:
-                self.room.refuse(
-                    (f for _, f in work.appends), f"cannot write to {self.path}: {error}"
-                )
+                self._refuse(work, f"cannot write to {self.path}: {error}")
                 records = work.take_records()
                 if work.appends and records.records():
                     try:  # without the new requests: recording deliveries frees space
@@ -290,20 +294,34 @@ class DiskQueue:
                 retry.start()
                 return
 
+    def _refuse(self, work: _Work, why: str) -> None:
+        """Answer the new requests of `work` with a QueueWriteError (the receivers say 503)."""
+        if work.appends:
+            message = self.room.refuse(len(work.appends), why)
+            answer(
+                [waiting for _, waiting in work.appends],
+                [QueueWriteError(message) for _ in work.appends],
+            )
+
     def _retry(self) -> None:
-        """Try again what a failed commit left (deliveries, scores and results to record)."""
+        """Try again what a failed commit left (deliveries, scores and results to record),
+        unless the queue was closed meanwhile."""
         with self._lock:
-            if self._work.records():
+            if self._work.records() and not self._closed:
                 self._schedule()
 
-    def _insert(self, row: _NewRow, forward: int) -> int:
-        """Insert one request row; its sequence number."""
-        cursor = self._db.execute(
-            "INSERT INTO requests (signal, content_type, items, body, crc, forward, score) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (*row[:5], forward, row[5]),
-        )
-        return int(cursor.lastrowid or 0)
+    def _insert(self, rows: list[_NewRow], forward: int) -> list[int]:
+        """Insert request rows, in order; their sequence numbers."""
+        seqs: list[int] = []
+
+        def values(row: _NewRow) -> tuple[Any, ...]:
+            return (*row[:4], zlib.crc32(row[3]), forward, row[4])
+
+        for size, values_of_chunk in chunked(rows, values):
+            cursor = self._db.execute(insert_sql(size), values_of_chunk)
+            last = int(cursor.lastrowid or 0)
+            seqs.extend(range(last - size + 1, last + 1))
+        return seqs
 
     def _write(self, work: _Work) -> None:
         """One transaction: insert the new requests and the evaluation results, mark the
@@ -312,19 +330,16 @@ class DiskQueue:
         db = self._db
         new = [row for row, _ in work.appends]
         new.extend(
-            (r.signal, CONTENT_PROTOBUF, r.items, r.body, zlib.crc32(r.body), 0)
+            (r.signal, CONTENT_PROTOBUF, r.items, r.body, 0)
             for results, _ in work.results
             for r in results
         )
         db.execute("BEGIN IMMEDIATE")
         try:
-            seqs = [self._insert(row, 1) for row in new]
-            db.executemany(
-                "UPDATE requests SET forward = 0 WHERE seq = ?", [(s,) for s in work.done]
-            )
-            db.executemany(
-                "UPDATE requests SET score = 0 WHERE seq = ?", [(s,) for s in work.unscore]
-            )
+            seqs = self._insert(new, 1)
+            for column, marked in (("forward", work.done), ("score", work.unscore)):
+                for size, values in chunked(marked, lambda seq: (seq,)):
+                    db.execute(set_sql(column, size), values)
             self._record_scored(work.scored)
             removed = 0, 0
             if work.done or work.unscore:
@@ -340,8 +355,7 @@ class DiskQueue:
             raise
         self._records += len(new) - int(removed[0])
         self._bytes += sum(len(row[3]) for row in new) - int(removed[1])
-        for (_, appended), seq in zip(work.appends, seqs, strict=False):
-            appended.set_result(seq)
+        answer([waiting for _, waiting in work.appends], seqs[: len(work.appends)])
         result_seqs = iter(seqs[len(work.appends) :])
         for results, committed in work.results:
             committed.set_result([next(result_seqs) for _ in results])
@@ -372,6 +386,7 @@ class DiskQueue:
         """Write what is pending, truncate the write-ahead log, close the connection."""
         with self._lock:
             left = self._work.records()
+            self._closed = True
         if left:
             self._flushing = True
             self._flush()

@@ -14,12 +14,8 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
-from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Final
-
-from groundwire.gateway._queue_rows import QueueWriteError
+from typing import Final
 
 __all__ = ["DiskRoom"]
 
@@ -50,7 +46,7 @@ class DiskRoom:
         """True when less than `needed` can be written, even after moving the log into the
         database (a checkpoint, at most once a second: the log is reused only after one)."""
         needed = self.needed(held_bytes, held_records)
-        if self._free(db) >= needed:
+        if self._free(db, needed) >= needed:
             return False
         now = time.monotonic()
         if now - self._checkpointed < 1.0:
@@ -60,33 +56,34 @@ class DiskRoom:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error:
             return True
-        return self._free(db) < needed
+        return self._free(db, needed) < needed
 
-    def _free(self, db: sqlite3.Connection) -> int:
-        """Bytes the queue can still write: free on its disk (for this user) plus the pages its
-        database freed and reuses before it grows (the file does not shrink)."""
+    def _free(self, db: sqlite3.Connection, needed: int) -> int:
+        """Bytes the queue can still write: free on its disk (for this user) plus, when that
+        alone is short of `needed`, the pages its database freed and reuses before it grows
+        (the file does not shrink). Asked at every commit: the disk alone usually answers."""
         try:
             stat = os.statvfs(self.directory)
+            free = stat.f_bavail * stat.f_frsize
+            if free >= needed:
+                return int(free)
             pages = db.execute("PRAGMA freelist_count").fetchone()[0]
             size = db.execute("PRAGMA page_size").fetchone()[0]
         except (OSError, sqlite3.Error):
             return self.reserve_bytes  # cannot tell: let SQLite say
-        return int(stat.f_bavail * stat.f_frsize + pages * size)
+        return int(free + pages * size)
 
-    def refuse(self, futures: Iterable[Future[Any]], why: str) -> None:
-        """Refuse these new requests (the receivers answer 503); logged at most every 10 s."""
-        refused = 0
-        for future in futures:
-            future.set_exception(QueueWriteError(f"the forward queue cannot take it: {why}"))
-            refused += 1
-        if not refused:
-            return
+    def refuse(self, refused: int, why: str) -> str:
+        """Refuse `refused` new requests: the message of the QueueWriteError to answer them
+        with (the receivers say 503); logged at most every 10 s."""
+        message = f"the forward queue cannot take it: {why}"
         now = time.monotonic()
         if now - self._warned < _WARN_EVERY_S:
             self._unwarned += refused
-            return
+            return message
         more = (
             f" ({self._unwarned} more refused since the last such line)" if self._unwarned else ""
         )
         logger.error("forward queue: refusing new requests (503): %s%s", why, more)
         self._warned, self._unwarned = now, 0
+        return message

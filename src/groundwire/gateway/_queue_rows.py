@@ -1,19 +1,37 @@
-"""The persistent queue's database: its schema, its connection settings, and reading one row back.
+"""The persistent queue's database: its schema, its connection settings, its statements, and
+reading one row back.
 
 Shared by `DiskQueue` (which reads its rows back at start) and `salvage` (which copies what a
 damaged database still holds into a new one): a row reads back only whole, its body matching
 the CRC-32 stored beside it, so a damaged row is never replayed as if it were good.
+
+A group commit writes many rows at once; each statement run costs the database thread a
+hand-back of the interpreter lock, which it may wait for while the event loop runs. So rows
+are inserted, and marks set, several to a statement (`chunked`): chunks of 64, 32, ..., 1 rows,
+a handful of statements that stay in the connection's statement cache.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, TypeVar
 
-__all__ = ["DB_NAME", "QueueWriteError", "Row", "StoredRequest", "connect", "read_row"]
+__all__ = [
+    "DB_NAME",
+    "QueueWriteError",
+    "Row",
+    "StoredRequest",
+    "chunked",
+    "connect",
+    "insert_sql",
+    "read_row",
+    "set_sql",
+]
 
 DB_NAME: Final = "queue.sqlite3"
 WAL_KEEP_BYTES: Final = 4 << 20
@@ -35,6 +53,11 @@ CREATE TABLE IF NOT EXISTS scored (trace_id TEXT PRIMARY KEY, at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS scored_at ON scored (at);
 """
 """`finished` holds only the rows about to be deleted, so finding them never scans the queue."""
+
+_CHUNK_MAX: Final = 64
+"""Most rows one statement writes (7 bound values each, far below SQLite's limit)."""
+
+_T = TypeVar("_T")
 
 Row = tuple[int, str, str, int, bytes, int, int, int]
 """(seq, signal, content_type, items, body, crc, forward, score): one row as stored."""
@@ -74,8 +97,45 @@ def connect(path: Path, *, fsync: bool) -> sqlite3.Connection:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
     db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")  # what a checkpoint leaves
+    # Debian and others build SQLite with secure_delete on: every delete would write the freed
+    # pages again, zeroed, doubling what each request costs the log and the disk (measured:
+    # 58 KB written per 24 KB request instead of 36). FAST still clears what costs no extra
+    # write; the log keeps the old pages until reused either way.
+    db.execute("PRAGMA secure_delete=FAST")
     db.executescript(_SCHEMA)
     return db
+
+
+def chunked(
+    items: Sequence[_T], values: Callable[[_T], tuple[Any, ...]]
+) -> Iterator[tuple[int, tuple[Any, ...]]]:
+    """`items` in order, in chunks of a power of two up to 64: (chunk size, the bound values of
+    its items, joined)."""
+    start = 0
+    while start < len(items):
+        size = _CHUNK_MAX
+        while size > len(items) - start:
+            size //= 2
+        chunk = items[start : start + size]
+        yield size, tuple(value for item in chunk for value in values(item))
+        start += size
+
+
+@cache
+def insert_sql(rows: int) -> str:
+    """The statement inserting `rows` request rows (seq left to SQLite: consecutive, in order,
+    as AUTOINCREMENT gives them inside one write transaction)."""
+    one = "(?, ?, ?, ?, ?, ?, ?)"
+    return (
+        "INSERT INTO requests (signal, content_type, items, body, crc, forward, score) VALUES "
+        + ", ".join([one] * rows)
+    )
+
+
+@cache
+def set_sql(column: str, rows: int) -> str:
+    """The statement clearing `column` (`forward` or `score`) of `rows` requests by seq."""
+    return f"UPDATE requests SET {column} = 0 WHERE seq IN ({', '.join(['?'] * rows)})"
 
 
 def read_row(db: sqlite3.Connection, seq: int) -> Row | None:

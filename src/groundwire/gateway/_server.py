@@ -19,6 +19,7 @@ import sqlite3
 import ssl
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,9 +227,16 @@ class Gateway:
         assert self.queue is not None
         committed = self.queue.scored(done, trace_ids, results)
         if results:
-            committed.add_done_callback(
-                lambda future: forward_results(self._loop, self.forwarder, results, future.result())
-            )
+            committed.add_done_callback(lambda future: self._results_committed(results, future))
+
+    def _results_committed(
+        self, results: Sequence[ResultRequest], future: Future[list[int]]
+    ) -> None:
+        """Evaluation results are on disk (rows `future.result()`): count them and hand them
+        to the forwarder."""
+        for result in results:
+            self.metrics.queued_results(result.signal, result.items)
+        forward_results(self._loop, self.forwarder, results, future.result())
 
     # --- lifecycle -------------------------------------------------------------------------------
 

@@ -43,6 +43,14 @@ _TICK_S: Final = 0.1
 """How often, at most, due traces are looked for while no request arrives."""
 _REMEMBER: Final = 100_000
 """Scored trace ids remembered to recognise their late spans."""
+_SAME_AS_RUNNER: Final = (
+    "sample_rate",
+    "evaluator_sample_rates",
+    "judge_token_budget",
+    "workers",
+    "evaluator_timeout_s",
+)
+"""The scoring options the gateway's config and `RunnerConfig` name alike."""
 _NICE: Final = 10
 _STOP: Final = "stop"
 
@@ -59,14 +67,10 @@ def _build_scorer(
 
     names = list(config.evaluators)
     spec: Any = {name: dict(config.evaluator_options.get(name, {})) for name in names}
-    runner_config = RunnerConfig(
+    runner_config = RunnerConfig(  # validates each option, naming it
         evaluators=resolve_evaluators(spec),
-        sample_rate=config.sample_rate,
-        evaluator_sample_rates=config.evaluator_sample_rates,
-        judge_token_budget=config.judge_token_budget,
         max_queue_size=config.eval_queue_size,
-        workers=config.workers,
-        evaluator_timeout_s=config.evaluator_timeout_s,
+        **{name: getattr(config, name) for name in _SAME_AS_RUNNER},
     )
     emitter = ServiceEmitter(providers)  # each app's results under its own service.name
     window = TraceWindow(
