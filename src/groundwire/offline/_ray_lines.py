@@ -45,11 +45,9 @@ def encode_part(place: LinesPlace, results: Sequence[TurnResult]) -> bytes:
 
 
 class _LinesWriter(Protocol):
-    """A `.jsonl` or `.csv` writer: appends encoded lines, flushes, closes."""
+    """A `.jsonl` or `.csv` writer: appends encoded lines (pushed to the OS at once), closes."""
 
     def write_encoded(self, data: bytes) -> None: ...
-
-    def flush(self) -> None: ...
 
     def close(self, *, interrupted: bool = False) -> None: ...
 
@@ -76,12 +74,8 @@ class EncodedOutput:
         raise TypeError("this output's rows are encoded by the Ray workers, not row by row")
 
     def write_encoded(self, data: bytes) -> None:
-        """Append one block's encoded rows."""
+        """Append one block's encoded rows (pushed to the OS at once: nothing to flush)."""
         self._writer.write_encoded(data)
-
-    def flush(self) -> None:
-        """Push written rows to the OS."""
-        self._writer.flush()
 
     def close(self, *, interrupted: bool = False) -> None:
         """Flush and close (cutting any partial line when interrupted)."""
