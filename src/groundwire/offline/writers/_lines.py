@@ -76,18 +76,14 @@ class _LineFile:
             self._file.close()
 
 
-class JsonLinesWriter:
-    """One JSON object per turn: trace_id, span_id, query, scores, details (docs/offline.md)."""
+class _LineWriter:
+    """What both line formats share: a `_LineFile`, encoded lines appended as they are."""
 
-    def __init__(self, path: Path, evaluators: Sequence[str], *, append: bool = False) -> None:
+    def __init__(self, path: Path, *, append: bool) -> None:
         self._out = _LineFile(path, append=append)
 
-    def write(self, result: TurnResult) -> None:
-        """Append the turn's record as one line."""
-        self._out.line(_json_line(result))
-
     def write_encoded(self, data: bytes) -> None:
-        """Append whole lines `encode_rows` made (copied as they are)."""
+        """Append whole lines (rows) `encode_rows` made, copied as they are."""
         self._out.lines(data)
 
     def flush(self) -> None:
@@ -97,6 +93,17 @@ class JsonLinesWriter:
     def close(self, *, interrupted: bool = False) -> None:
         """Flush and close (cutting any partial line when interrupted)."""
         self._out.close(interrupted=interrupted)
+
+
+class JsonLinesWriter(_LineWriter):
+    """One JSON object per turn: trace_id, span_id, query, scores, details (docs/offline.md)."""
+
+    def __init__(self, path: Path, evaluators: Sequence[str], *, append: bool = False) -> None:
+        super().__init__(path, append=append)
+
+    def write(self, result: TurnResult) -> None:
+        """Append the turn's record as one line."""
+        self._out.line(_json_line(result))
 
 
 CSV_LINE_END: Final = "\r\n"
@@ -116,12 +123,12 @@ def details_json(result: TurnResult) -> str:
     return dumps_strict(result.details())
 
 
-class CsvWriter:
+class CsvWriter(_LineWriter):
     """One row per turn under `csv_header`; empty cells for values that are null."""
 
     def __init__(self, path: Path, evaluators: Sequence[str], *, append: bool = False) -> None:
+        super().__init__(path, append=append)
         self._evaluators = list(evaluators)
-        self._out = _LineFile(path, append=append)
         self._buffer = io.StringIO()
         self._csv = csv.writer(self._buffer, lineterminator=CSV_LINE_END)
         if self._out.empty:
@@ -137,18 +144,6 @@ class CsvWriter:
     def write(self, result: TurnResult) -> None:
         """Append the turn's row."""
         self._row(_csv_cells(result, self._evaluators))
-
-    def write_encoded(self, data: bytes) -> None:
-        """Append whole rows `encode_rows` made (copied as they are)."""
-        self._out.lines(data)
-
-    def flush(self) -> None:
-        """Push written rows to the OS."""
-        self._out.flush()
-
-    def close(self, *, interrupted: bool = False) -> None:
-        """Flush and close (cutting any partial row when interrupted)."""
-        self._out.close(interrupted=interrupted)
 
 
 def _json_line(result: TurnResult) -> str:
