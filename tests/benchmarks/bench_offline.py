@@ -398,42 +398,49 @@ def _grouping_cost(files: list[Path]) -> dict[str, Any]:
     return rows
 
 
+def _engine_run(files: list[Path], out: Path, options: dict[str, Any]) -> dict[str, float]:
+    """One engine run: turns/s and CPU µs per turn (machine, our process tree, this process)."""
+    busy, mine = _busy_cpu_s(), _own_cpu_s()
+    with TreeCpu() as ours:
+        summary = rescore(files, FAST, out, **options)
+    turns = summary.turns_scored
+    return {
+        "turns": turns,
+        "turns_per_s": turns / summary.elapsed_s,
+        "machine_cpu_us_per_turn": (_busy_cpu_s() - busy) / turns * 1e6,
+        "tree_cpu_us_per_turn": ours.seconds / turns * 1e6,
+        "parent_cpu_us_per_turn": (_own_cpu_s() - mine) / turns * 1e6,
+    }
+
+
 def _engines(files: list[Path], folder: Path) -> dict[str, Any]:
-    """FAST evaluators over the rotated parts: local 1 and 2 workers, Ray 1 and 2 workers."""
+    """FAST evaluators over the rotated parts: local 1 and 2 workers, Ray 1 and 2 workers, in
+    interleaved rounds after the same warm-up."""
     import ray
 
     from tests.offline._ray_local import local_ray
 
     rows: dict[str, Any] = {}
     outputs: dict[str, bytes] = {}
-    warm = files[:1]
+    configs = {
+        f"{engine}_{workers}": {"engine": engine, "workers": workers, "chunk_size": 64}
+        for engine, workers in ENGINE_CONFIGS
+    }
+    measured: dict[str, list[dict[str, float]]] = {name: [] for name in configs}
     with local_ray(ray, num_cpus=2):
-        for engine, workers in ENGINE_CONFIGS:
-            name = f"{engine}_{workers}"
-            options: dict[str, Any] = {"engine": engine, "workers": workers, "chunk_size": 64}
-            rescore(warm, FAST, folder / "warm.jsonl", **options)  # same warm-up for every run
-            rates: list[float] = []
-            machine: list[float] = []
-            own: list[float] = []
-            tree: list[float] = []
-            for _ in range(RUNS):
+        for options in configs.values():  # the same warm-up for every configuration
+            rescore(files[:1], FAST, folder / "warm.jsonl", **options)
+        for _ in range(RUNS):  # interleaved rounds: a change of load hits every configuration
+            for name, options in configs.items():
                 out = folder / f"{name}.jsonl"
-                busy, mine = _busy_cpu_s(), _own_cpu_s()
-                with TreeCpu() as ours:
-                    summary = rescore(files, FAST, out, **options)
-                machine.append((_busy_cpu_s() - busy) / summary.turns_scored * 1e6)
-                tree.append(ours.seconds / summary.turns_scored * 1e6)
-                own.append((_own_cpu_s() - mine) / summary.turns_scored * 1e6)
-                rates.append(summary.turns_scored / summary.elapsed_s)
+                measured[name].append(_engine_run(files, out, options))
                 outputs[name] = out.read_bytes()
-            rows[name] = {
-                "turns": summary.turns_scored,
-                "turns_per_s": _stats(rates),
-                "machine_cpu_us_per_turn": _stats(machine),
-                "tree_cpu_us_per_turn": _stats(tree),
-                "parent_cpu_us_per_turn": _stats(own),
-            }
-            print(f"{name}: {rows[name]['turns_per_s']['median']:.0f} turns/s", flush=True)
+    for name, runs in measured.items():
+        rows[name] = {
+            "turns": runs[0]["turns"],
+            **{key: _stats([run[key] for run in runs]) for key in runs[0] if key != "turns"},
+        }
+        print(f"{name}: {rows[name]['turns_per_s']['median']:.0f} turns/s", flush=True)
     for engine in ("local", "ray"):
         one = rows[f"{engine}_1"]["turns_per_s"]["median"]
         two = rows[f"{engine}_2"]["turns_per_s"]["median"]
@@ -778,8 +785,8 @@ of the whole file, {rot["grouping_runs"]} run(s) each (median, min-max):
 | reading + window reassembly + turns (one file's path) | {secs(g["window"])} | {wr:.2f} |
 | reading + whole grouping + turns (several files' path) | {secs(g["whole"])} | {gr:.2f} |
 
-Engines (median of {rot["runs"]} runs, min-max) on the first 1/{rot["engine_fraction"]} of the
-file ({e["local_1"]["turns"]:,} turns, cut
+Engines (median of {rot["runs"]} interleaved rounds, min-max) on the first
+1/{rot["engine_fraction"]} of the file ({e["local_1"]["turns"]:,} turns, cut
 again into {rot["parts"]} parts), `quoted_spans` + `quote_verification` (no embeddings), .jsonl out,
 after the same warm-up run on one part for each; Ray is a local instance with 2 CPUs started once
 before (its start-up is not counted; each run's plan, shuffle and actor start-up are):

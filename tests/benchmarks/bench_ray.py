@@ -5,16 +5,20 @@ The offline benchmark's generated OTLP/JSON file (`bench_offline._generate`, ~25
 evaluators (`quoted_spans`, `quote_verification` without embeddings):
 
 1. Cost: the local engine (1 worker) and Ray (1 worker, a local instance with 2 CPUs), runs
-   interleaved (local, Ray, local, Ray, ...) after the same warm-up, into `.jsonl` (every row
-   through the driver) and into `.parquet` (on Ray the workers write the parts themselves): CPU
+   interleaved (local, Ray, local, Ray, ...) after the same warm-up, into `.jsonl` (on Ray the
+   workers encode the lines, the driver appends their bytes) and into `.parquet` (on Ray the
+   workers write the parts themselves): CPU
    per turn of the whole process tree (`TreeCpu`: the driver, Ray's raylet, GCS, workers and
    tasks), so the other engineers' jobs on this shared machine are not counted. Rows identical.
 2. Stages: each stage of the Ray path run in this process on the same files, its CPU per turn
    (`time.process_time`): reading (`ReadFile`), grouping (sorting the keyed rows), assembling
    (`assemble_blocks`), scoring (`score_batch`: parse the turns, score, encode the scores), the
-   scoring task writing its part (`score_batch` with parts) and the driver (`_decode` and the
-   `.jsonl` writer). What Ray's run costs beyond their sum is Ray's own work (scheduling, Arrow
-   blocks, the object store, the shuffle's tasks, idle workers).
+   scoring task writing its part or encoding its `.jsonl` lines (`score_batch` with parts) and
+   the driver: appending the encoded lines (`_decode` with an `EncodedOutput`), the same lines
+   joined from part files instead (the other design: the workers write files, the driver joins
+   them), and decoding every row to write it (`_decode` and the `.jsonl` writer: what an export
+   or a results hook still needs). What Ray's run costs beyond their sum is Ray's own work
+   (scheduling, Arrow blocks, the object store, the shuffle's tasks, idle workers).
 3. Scaling: a two-node loopback cluster (`tests/offline/_ray_cluster.py`, one CPU a node), Ray
    with 1 and 2 workers on the 8 parts, interleaved, `.parquet` output written by the workers.
 
@@ -127,11 +131,9 @@ def _stages(files: list[Path]) -> dict[str, Any]:
     """CPU per turn of each stage of the Ray path, run in this process on the same files."""
     import numpy as np
 
-    from groundwire.offline import RescoreSummary
+    from groundwire.offline._ray_lines import LinesPlace
     from groundwire.offline._ray_parts import PartsPlace
     from groundwire.offline._ray_stages import ReadFile, assemble_blocks, score_batch
-    from groundwire.offline.ray_engine import _decode
-    from groundwire.offline.writers import JsonLinesWriter
 
     read = ReadFile(None, False)
     turns = 14_000  # replaced below by the count assembled; the stages are divided by it
@@ -154,21 +156,17 @@ def _stages(files: list[Path]) -> dict[str, Any]:
         for i in range(0, len(assembled["kind"]), CHUNK)
     ]
     score_us, scored = _cpu_us(lambda: [score_batch(b, "bench", FAST, 8) for b in batches], turns)
+    evaluators = ("quoted_spans", "quote_verification")
     with tempfile.TemporaryDirectory() as folder:
-        place = PartsPlace(folder, ("quoted_spans", "quote_verification"), "bench")
+        place = PartsPlace(folder, evaluators, "bench")
         parts_us, _ = _cpu_us(
             lambda: [score_batch(b, "bench", FAST, 8, place) for b in batches], turns
         )
-        summary = RescoreSummary(evaluators=list(place.evaluators), out=None)
-        writer = JsonLinesWriter(Path(folder) / "out.jsonl", list(place.evaluators))
-
-        def drive() -> None:
-            for batch in scored:
-                for result in _decode(batch, summary):
-                    writer.write(result)
-            writer.close()
-
-        driver_us, _ = _cpu_us(drive, turns)
+        lines = LinesPlace(".jsonl", evaluators)
+        lines_us, encoded = _cpu_us(
+            lambda: [score_batch(b, "bench", FAST, 8, lines) for b in batches], turns
+        )
+        driver = _driver_costs(Path(folder), scored, encoded, turns)
     return {
         "turns": turns,
         "read_us_per_turn": read_s / turns * 1e6,
@@ -176,7 +174,58 @@ def _stages(files: list[Path]) -> dict[str, Any]:
         "assemble_us_per_turn": assemble_s / turns * 1e6,
         "score_us_per_turn": score_us,
         "score_and_write_part_us_per_turn": parts_us,
-        "driver_decode_and_write_jsonl_us_per_turn": driver_us,
+        "score_and_encode_lines_us_per_turn": lines_us,
+        **driver,
+    }
+
+
+def _driver_costs(
+    folder: Path, scored: list[Any], encoded: list[Any], turns: int
+) -> dict[str, float]:
+    """The driver's CPU per turn into `.jsonl`: appending the workers' encoded lines, joining
+    the same lines from part files (the design not taken), decoding every row to write it."""
+    from groundwire.offline import RescoreSummary
+    from groundwire.offline._ray_lines import EncodedOutput
+    from groundwire.offline.ray_engine import _decode
+    from groundwire.offline.writers import JsonLinesWriter
+
+    evaluators = ["quoted_spans", "quote_verification"]
+    summary = RescoreSummary(evaluators=evaluators, out=None)
+    output = EncodedOutput.open(folder / "copied.jsonl", evaluators, append=False)
+
+    def copy() -> None:
+        for batch in encoded:
+            _decode(batch, summary, output)
+        output.close()
+
+    copy_us, _ = _cpu_us(copy, turns)
+    files = []
+    for index, batch in enumerate(encoded):
+        files.append(folder / f"part-{index:05d}.jsonl")
+        files[-1].write_bytes(bytes(batch["turns"][-1]))
+
+    def join() -> None:
+        with (folder / "joined.jsonl").open("wb") as out:
+            for part in files:
+                with part.open("rb") as source:
+                    shutil.copyfileobj(source, out)
+
+    join_us, _ = _cpu_us(join, turns)
+    writer = JsonLinesWriter(folder / "decoded.jsonl", evaluators)
+
+    def decode() -> None:
+        for batch in scored:
+            for result in _decode(batch, summary):
+                writer.write(result)
+        writer.close()
+
+    decode_us, _ = _cpu_us(decode, turns)
+    same = (folder / "copied.jsonl").read_bytes() == (folder / "decoded.jsonl").read_bytes()
+    return {
+        "driver_copy_encoded_jsonl_us_per_turn": copy_us,
+        "driver_join_part_files_jsonl_us_per_turn": join_us,
+        "driver_decode_and_write_jsonl_us_per_turn": decode_us,
+        "encoded_equals_decoded": same,
     }
 
 
@@ -251,6 +300,29 @@ def main() -> None:
     (RESULTS / "ray.md").write_text(_markdown(data), encoding="utf-8")
 
 
+def _jsonl_words(cost: dict[str, Any], stages: dict[str, Any]) -> list[str]:
+    """The `.jsonl` run against its stages, and the driver's two designs compared."""
+    if "driver_copy_encoded_jsonl_us_per_turn" not in stages:
+        return []
+    ray_row = cost["jsonl"]["ray"]["tree_cpu_us_per_turn"]["median"]
+    keys = ("read_us_per_turn", "group_sort_us_per_turn", "assemble_us_per_turn")
+    ours = sum(stages[key] for key in keys) + stages["score_and_encode_lines_us_per_turn"]
+    ours += stages["driver_copy_encoded_jsonl_us_per_turn"]
+    copy = stages["driver_copy_encoded_jsonl_us_per_turn"]
+    join = stages["driver_join_part_files_jsonl_us_per_turn"]
+    decode = stages["driver_decode_and_write_jsonl_us_per_turn"]
+    return [
+        f"Ray's .jsonl run costs {ray_row:,.0f} µs a turn; our stages in it add up to "
+        f"{ours:,.0f} (the driver's share {copy:,.1f}: it appends each block's lines as the "
+        f"workers encoded them). Joining the same lines from part files the workers wrote costs "
+        f"the driver {join:,.1f} µs a turn (plus a file per block on the workers' side and a "
+        f"file system every node shares); decoding every row to write it, what an OTLP export or "
+        f"a results hook still needs, {decode:,.0f}. Encoded lines byte for byte the decoded "
+        f"ones: {stages['encoded_equals_decoded']}.",
+        "",
+    ]
+
+
 def _markdown(data: dict[str, Any]) -> str:
     """The results page."""
     cost, stages, scaling = data["cost"], data["stages"], data["scaling"]
@@ -285,8 +357,9 @@ def _markdown(data: dict[str, Any]) -> str:
     lines += [
         "",
         f"Ray over local, CPU per turn: **{cost['jsonl']['ray_cpu_over_local']:.2f}x** into "
-        f".jsonl (every row through the driver), **{cost['parquet']['ray_cpu_over_local']:.2f}x** "
-        "into .parquet (the workers write the parts; the driver gets counters). Target 1.2x. "
+        ".jsonl (the workers encode the lines, the driver appends their bytes), "
+        f"**{cost['parquet']['ray_cpu_over_local']:.2f}x** into .parquet (the workers write the "
+        "parts; the driver gets counters). Target 1.2x. "
         f"Rows identical: {cost['jsonl']['identical_rows'] and cost['parquet']['identical_rows']}.",
         "",
         "## Where Ray's CPU goes: each stage in one process, µs per turn",
@@ -300,9 +373,13 @@ def _markdown(data: dict[str, Any]) -> str:
         ("assemble_us_per_turn", "assemble (`assemble_blocks`: turns, JSON encode)"),
         ("score_us_per_turn", "score (`score_batch`: parse turns, score, encode scores)"),
         ("score_and_write_part_us_per_turn", "score and write the part (workers write)"),
+        ("score_and_encode_lines_us_per_turn", "score and encode the .jsonl lines (workers)"),
+        ("driver_copy_encoded_jsonl_us_per_turn", "driver: append the encoded lines (.jsonl)"),
+        ("driver_join_part_files_jsonl_us_per_turn", "driver: join the lines from part files"),
         ("driver_decode_and_write_jsonl_us_per_turn", "driver: decode rows, write .jsonl"),
     ):
-        lines.append(f"| {label} | {stages[key]:,.0f} |")
+        if key in stages:
+            lines.append(f"| {label} | {stages[key]:,.1f} |")
     ray_row = cost["parquet"]["ray"]["tree_cpu_us_per_turn"]["median"]
     ours = sum(
         stages[key]
@@ -320,6 +397,7 @@ def _markdown(data: dict[str, Any]) -> str:
         "are Ray's own (task scheduling, Arrow blocks and the object store, the shuffle's map and "
         "reduce tasks, worker processes idling).",
         "",
+        *_jsonl_words(cost, stages),
         "## Scaling: the two-node loopback cluster (one CPU a node), .parquet by the workers",
         "",
         "| workers | turns/s | driver CPU µs/turn |",

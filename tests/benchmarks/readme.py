@@ -436,7 +436,7 @@ def ray() -> Row:
     parquet, jsonl = cost["parquet"]["ray_cpu_over_local"], cost["jsonl"]["ray_cpu_over_local"]
     cells = [
         f"Ray CPU per turn **{parquet:.2f}x** the local engine's into .parquet written by the "
-        f"workers ({jsonl:.2f}x into .jsonl, every row through the driver)",
+        f"workers, **{jsonl:.2f}x** into .jsonl encoded by the workers",
         f"two-node loopback cluster: 2 workers **{scaling['speedup_2_over_1']:.2f}x** one",
     ]
     if (RESULTS / "ray_million.json").exists():
@@ -449,7 +449,7 @@ def ray() -> Row:
     load = r["machine"]["load_average_1m_at_start"]
     if load >= 2:
         cells.append(f"measured while other jobs loaded the 2 cores (load average {load:.0f})")
-    ok = parquet <= 1.2 and scaling["speedup_2_over_1"] >= 1.5
+    ok = max(parquet, jsonl) <= 1.2 and scaling["speedup_2_over_1"] >= 1.5
     return (
         _link("ray", "Ray engine") + ", the offline benchmark's file in 8 parts",
         "; ".join(cells),

@@ -1,5 +1,7 @@
-"""A Parquet OUT on Ray is written by the Ray workers themselves, part by part: the local
-engine's rows, no partial part where a whole one is expected, and `--resume` over the parts."""
+"""An OUT on Ray written by the Ray workers themselves: a Parquet OUT part by part (the local
+engine's rows, no partial part where a whole one is expected, `--resume` over the parts); a
+`.jsonl` or `.csv` OUT encoded by the workers and copied by the driver (the local engine's file
+byte for byte, a failed run's lines kept aside, `--resume` over them)."""
 
 from __future__ import annotations
 
@@ -54,6 +56,23 @@ def _failing_once_scored(summary: RescoreSummary) -> None:
         raise RuntimeError("the run broke")
 
 
+def _fail_once(traces: list[Path], out: Path) -> Path:
+    """Run on Ray over an existing OUT until the progress hook breaks it: OUT is left as it
+    was and the notice names where the rows written are kept (returned)."""
+    out.write_bytes(b"earlier")
+    notices: list[str] = []
+    with pytest.raises(RuntimeError, match="the run broke"):
+        rescore(
+            traces, SPEC, out, engine="ray", workers=1, chunk_size=2,
+            progress=_failing_once_scored, on_problem=notices.append,
+        )  # fmt: skip
+    partial = out.with_name(f"o.partial{out.suffix}")
+    assert out.read_bytes() == b"earlier"
+    assert notices[-1].startswith("the run failed: the ")
+    assert notices[-1].endswith(f"results written are kept in {partial}; {out} is left as it was")
+    return partial
+
+
 @pytest.mark.usefixtures("cluster")
 def test_the_workers_write_the_local_engines_rows_as_parts(
     traces: list[Path], tmp_path: Path
@@ -81,17 +100,7 @@ def test_a_failed_run_keeps_its_parts_aside_and_resume_finishes_them(
     """A run that breaks: OUT left as it was, the whole parts in the partial directory (named
     in the notice, no torn file); `resume` reads them and scores only the rest."""
     out = tmp_path / "o.parquet"
-    out.write_bytes(b"earlier")
-    notices: list[str] = []
-    with pytest.raises(RuntimeError, match="the run broke"):
-        rescore(
-            traces, SPEC, out, engine="ray", workers=1, chunk_size=2,
-            progress=_failing_once_scored, on_problem=notices.append,
-        )  # fmt: skip
-    partial = tmp_path / "o.partial.parquet"
-    assert out.read_bytes() == b"earlier"
-    assert notices[-1].startswith("the run failed: the ")
-    assert notices[-1].endswith(f"results written are kept in {partial}; {out} is left as it was")
+    partial = _fail_once(traces, out)
     assert not list(partial.glob("*.tmp"))
     kept = pq.read_table(partial).num_rows
     assert kept >= 2
@@ -123,3 +132,43 @@ def test_the_local_engine_resumes_and_replaces_a_parts_output(
     rescore(traces, SPEC, out, engine="ray", workers=1, chunk_size=2)
     fresh = rescore(traces, SPEC, out)
     assert fresh.turns_scored == 12 and out.is_file() and _rows(out) == expected
+
+
+@pytest.mark.usefixtures("cluster")
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_the_workers_encoded_rows_are_the_local_engines_file(
+    traces: list[Path], tmp_path: Path, suffix: str
+) -> None:
+    """Several blocks encoded by two workers and copied by the driver give the local engine's
+    file byte for byte (order, header, line ends); counts and tallies reach the driver."""
+    local = rescore(traces, SPEC, tmp_path / f"local{suffix}")
+    out = tmp_path / f"ray{suffix}"
+    on_ray = rescore(traces, SPEC, out, engine="ray", workers=2, chunk_size=2)
+    assert out.read_bytes() == (tmp_path / f"local{suffix}").read_bytes()
+    assert on_ray.turns_scored == local.turns_scored == 12
+    assert on_ray.tallies == local.tallies
+    assert (on_ray.read.spans, on_ray.counts.traces) == (local.read.spans, local.counts.traces)
+    assert not (tmp_path / f"ray.partial{suffix}").exists()
+
+
+@pytest.mark.usefixtures("cluster")
+def test_a_failed_run_keeps_its_lines_aside_and_resume_finishes_them(
+    traces: list[Path], tmp_path: Path
+) -> None:
+    """A run that breaks: OUT left as it was, the whole lines written so far in the partial
+    file (named in the notice, no torn line); `resume` adopts it and scores only the rest."""
+    local = tmp_path / "local.jsonl"
+    rescore(traces, SPEC, local)
+    out = tmp_path / "o.jsonl"
+    partial = _fail_once(traces, out)
+    kept = partial.read_text(encoding="utf-8")
+    assert kept.endswith("\n") and 2 <= kept.count("\n") < 12
+    out.unlink()
+    resumed = rescore(traces, SPEC, out, engine="ray", workers=1, resume=True)
+    assert resumed.counts.resumed == kept.count("\n")
+    assert resumed.counts.resumed + resumed.turns_scored == 12
+    assert sorted(out.read_text().splitlines()) == sorted(local.read_text().splitlines())
+    assert not partial.exists()
+    unchanged = rescore(traces, SPEC, out, engine="ray", workers=1, resume=True)
+    assert (unchanged.counts.resumed, unchanged.turns_scored) == (12, 0)
+    assert len(out.read_text().splitlines()) == 12

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from groundwire.offline import writers
 from groundwire.offline._grouping import order_key
 from groundwire.offline._results import TurnResult
 from groundwire.offline._summary import EvaluatorTally, RescoreSummary, tally
@@ -38,17 +39,8 @@ from groundwire.offline.storage import (
     remove_objects,
     upload,
 )
-from groundwire.offline.writers import (
-    PART_GLOB,
-    is_parts_dir,
-    load_pyarrow,
-    parquet_row,
-    parquet_schema,
-    part_files,
-    partial_path,
-)
 
-__all__ = ["PartsOutput", "PartsPlace", "add_part_tallies", "write_part"]
+__all__ = ["PartsOutput", "PartsPlace", "add_part_tallies", "part_tallies", "write_part"]
 
 _WRITING: Final = ".tmp"
 _MOVING: Final = "part-~{:05d}.parquet"
@@ -75,8 +67,8 @@ class PartsPlace:
         """The place of OUT's parts while the run goes (`scores.partial.parquet`)."""
         parent, _, name = out.rpartition("/")
         if object_url(out) is None:
-            return cls(os.fspath(partial_path(out)), tuple(evaluators), run[:12])
-        return cls(f"{parent}/{partial_path(name).name}", tuple(evaluators), run[:12])
+            return cls(os.fspath(writers.partial_path(out)), tuple(evaluators), run[:12])
+        return cls(f"{parent}/{writers.partial_path(name).name}", tuple(evaluators), run[:12])
 
 
 def write_part(place: PartsPlace, results: Sequence[TurnResult]) -> str:
@@ -86,11 +78,11 @@ def write_part(place: PartsPlace, results: Sequence[TurnResult]) -> str:
     again instead of a second copy.
     """
     if not results:
-        return _tallies_json(results, place.evaluators)
-    pa = load_pyarrow()
+        return part_tallies(results, place.evaluators)
+    pa = writers.load_pyarrow()
     evaluators = place.evaluators
-    rows = [parquet_row(result, evaluators) for result in results]
-    table = pa.Table.from_pylist(rows, schema=parquet_schema(evaluators))
+    rows = [writers.parquet_row(result, evaluators) for result in results]
+    table = pa.Table.from_pylist(rows, schema=writers.parquet_schema(evaluators))
     name = f"part-{order_key(results[0].turn.trace_id or '')}-{place.run}.parquet"
     if object_url(place.folder) is None:
         final = Path(place.folder) / name
@@ -102,11 +94,11 @@ def write_part(place: PartsPlace, results: Sequence[TurnResult]) -> str:
             local = Path(folder) / name
             pa.parquet.write_table(table, local)
             upload(local, f"{place.folder}/{name}")
-    return _tallies_json(results, evaluators)
+    return part_tallies(results, evaluators)
 
 
-def _tallies_json(results: Sequence[TurnResult], evaluators: Sequence[str]) -> str:
-    """The tallies of `results` (what the driver's summary counts), as JSON."""
+def part_tallies(results: Sequence[TurnResult], evaluators: Sequence[str]) -> str:
+    """The tallies of `results` (what the driver's summary counts; `add_part_tallies`), as JSON."""
     counted = RescoreSummary(evaluators=list(evaluators), out=None)
     for result in results:
         tally(counted, result)
@@ -174,8 +166,8 @@ class PartsOutput:
 
 def _empty_part(place: PartsPlace, target: Path) -> None:
     """An empty part with OUT's columns, so a run that scored nothing still leaves a table."""
-    pa = load_pyarrow()
-    schema = parquet_schema(place.evaluators)
+    pa = writers.load_pyarrow()
+    schema = writers.parquet_schema(place.evaluators)
     pa.parquet.write_table(pa.Table.from_pylist([], schema=schema), target)
 
 
@@ -195,12 +187,12 @@ def _commit_local(place: PartsPlace, out: Path, *, append: bool) -> None:
     folder = Path(place.folder)
     for torn in folder.glob(f"*{_WRITING}"):  # a task killed mid-write (then retried)
         torn.unlink()
-    new = part_files(folder)
+    new = writers.part_files(folder)
     if append and out.exists() and not new:
         _remove_tree(folder)  # nothing new: OUT stays as it is
         return
-    if append and is_parts_dir(out):
-        names = {part.name for part in part_files(out)}
+    if append and writers.is_parts_dir(out):
+        names = {part.name for part in writers.part_files(out)}
         index = len(names)
         for part in new:
             while _final_name(index) in names:
@@ -229,7 +221,9 @@ def _listed_parts(url: str) -> list[str]:
         _, found = list_objects(url)
     except FileNotFoundError:
         return []
-    return [name for name, _ in found if fnmatch.fnmatch(name.rpartition("/")[2], PART_GLOB)]
+    return [
+        name for name, _ in found if fnmatch.fnmatch(name.rpartition("/")[2], writers.PART_GLOB)
+    ]
 
 
 def _commit_remote(place: PartsPlace, url: str, *, append: bool, summary: RescoreSummary) -> None:

@@ -3,7 +3,8 @@ score (and, when the workers write OUT, write) a batch of them.
 
 Rows travel between stages as `{"key", "data"}` (read) and then `{"kind", "payload", "turns",
 "scores"}`: `kind` is `stats` (one file's read counters), `trace` (a trace's counters, its turns
-as JSON) or `part` (the tallies of a part file the workers wrote; see `_ray_parts`).
+as JSON) or `part` (the tallies of a block the workers wrote themselves: a Parquet part file, see
+`_ray_parts`, or, in its `turns` column, the block's `.jsonl`/`.csv` lines, see `_ray_lines`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from groundwire.offline._grouping import (
     order_key,
 )
 from groundwire.offline._pipeline import TurnCounts, split_evaluations, trace_turns
-from groundwire.offline._ray_parts import PartsPlace, write_part
+from groundwire.offline._ray_lines import LinesPlace, encode_part
+from groundwire.offline._ray_parts import PartsPlace, part_tallies, write_part
 from groundwire.offline._scoring import score_chunk
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import BadRecordError, Problems, ReadStats, TraceFormat, read_file
@@ -176,18 +178,22 @@ def score_batch(
     run: str,
     spec: Any,
     concurrency: int,
-    parts: PartsPlace | None = None,
+    parts: PartsPlace | LinesPlace | None = None,
 ) -> dict[str, Any]:
     """Ray `map_batches` function: score every turn of the batch's rows in one chunk.
 
     Without `parts`, a `scores` column is added and the turns column passes through as it came
     (the driver reads the turns from it: a turn is encoded once, by the task that assembled it).
-    With `parts`, the task writes the rows itself (`write_part`) and hands back only counters:
-    the files' read counters, the traces' counters summed, and the part's tallies.
+    With `parts`, the task writes the rows itself (a Parquet part file, `write_part`, or the
+    `.jsonl`/`.csv` lines, `encode_part`) and hands back only counters: the files' read
+    counters, the traces' counters summed, and the part's tallies (with its lines).
     """
     evaluators = _evaluators(run, spec)
     per_row = [TURNS.validate_json(bytes(turns)) for turns in batch["turns"]]
     done = score_chunk([t for row in per_row for t in row], evaluators, concurrency)
+    if isinstance(parts, LinesPlace):
+        tallies = part_tallies(done, parts.evaluators)
+        return _counters_only(batch, tallies, encode_part(parts, done))
     if parts is not None:
         return _counters_only(batch, write_part(parts, done))
     results = iter(done)
@@ -207,9 +213,10 @@ def score_batch(
     }
 
 
-def _counters_only(batch: dict[str, Any], tallies: str) -> dict[str, Any]:
+def _counters_only(batch: dict[str, Any], tallies: str, lines: bytes = b"[]") -> dict[str, Any]:
     """A written batch's rows for the driver: its `stats` rows, one `trace` row of the traces'
-    counters summed, and the `part` row of its tallies (no turn, no score)."""
+    counters summed, and the `part` row of its tallies (no turn, no score; the encoded `lines`
+    in its `turns` column when the driver writes them)."""
     kinds: list[str] = []
     payloads: list[str] = []
     total: dict[str, Any] = {"counts": {}, "incomplete": {}, "matched": 0}
@@ -228,6 +235,6 @@ def _counters_only(batch: dict[str, Any], tallies: str) -> dict[str, Any]:
     return {
         "kind": kinds,
         "payload": payloads,
-        "turns": [b"[]"] * len(kinds),
+        "turns": [b"[]"] * (len(kinds) - 1) + [lines],
         "scores": [b"[]"] * len(kinds),
     }

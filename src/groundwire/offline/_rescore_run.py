@@ -25,6 +25,7 @@ from groundwire.offline._export import OtlpExport
 from groundwire.offline._inputs import input_size
 from groundwire.offline._local_engine import score_local
 from groundwire.offline._pipeline import iter_turns
+from groundwire.offline._ray_lines import EncodedOutput
 from groundwire.offline._ray_parts import PartsOutput
 from groundwire.offline._rescore_inputs import Inputs, RescoreOptions, check_inputs
 from groundwire.offline._results import TurnResult
@@ -34,6 +35,7 @@ from groundwire.offline._summary import EvaluatorTally, RescoreSummary, tally
 from groundwire.offline.ray_engine import score_with_ray
 from groundwire.offline.readers import Problems
 from groundwire.offline.writers import (
+    ENCODED_SUFFIXES,
     OutputLock,
     OutputPathError,
     OutputTarget,
@@ -159,12 +161,16 @@ class Run:
                 f"replaced {target.partial}, left by an earlier run that did not finish"
             )
 
-    def worker_parts(self) -> PartsOutput | None:
-        """On Ray, a Parquet OUT with nothing else to feed (no export, no hook) is written by
-        the workers themselves, part by part (`_ray_parts`); None otherwise."""
+    def worker_parts(self) -> PartsOutput | EncodedOutput | None:
+        """On Ray, an OUT with nothing else to feed (no export, no hook) is written by the
+        workers themselves: Parquet part by part (`_ray_parts`), `.jsonl`/`.csv` encoded by
+        them and copied by the driver (`_ray_lines`); None otherwise."""
         options, remote, target = self.options, self.inputs.remote, self.target
         if options.engine != "ray" or options.export_otlp or options.on_results is not None:
             return None
+        if target is not None and target.path.suffix.lower() in ENCODED_SUFFIXES:
+            names = self.inputs.names
+            return EncodedOutput.open(target.write_path, names, append=options.resume)
         if target is None or target.path.suffix.lower() != ".parquet":
             return None
         if remote is not None:
@@ -192,7 +198,7 @@ class Run:
                 workers=options.workers,
                 address=options.ray_address,
                 stop=self.stop,
-                parts=self.writer if isinstance(self.writer, PartsOutput) else None,
+                parts=self.writer if isinstance(self.writer, PartsOutput | EncodedOutput) else None,
             )
         turns = iter_turns(
             inputs.paths,

@@ -24,10 +24,12 @@ Results stream back to the driver, which parses turns and scores with pydantic's
 parser (one call per trace) and writes OUT (the same writers and `--resume` path as the
 local engine) and exports telemetry. A `.parquet` OUT with no export and no results hook is
 written by the scoring tasks themselves instead (`parts`, see `_ray_parts`): one whole part file
-per block, only counters and tallies come back to the driver. The shuffle sorts by key and the
-order is preserved, so the output order is `order_key` (a CRC-32 of the trace id, then the id):
-the local engine's order for several files, whatever the split of the spans into files and the
-order of the files.
+per block, only counters and tallies come back to the driver. A `.jsonl` or `.csv` OUT with no
+export and no hook is encoded by the scoring tasks (`_ray_lines`): each block's lines come back
+as one byte string, which the driver appends to OUT as it is (no turn or score decoded). The
+shuffle sorts by key and the order is preserved, so the output order is `order_key` (a CRC-32 of
+the trace id, then the id): the local engine's order for several files, whatever the split of
+the spans into files and the order of the files.
 
 Ray connects to `address` when given, else to `RAY_ADDRESS` when set, else starts a local
 instance (what CI uses). Install with `pip install 'groundwire[ray]'`.
@@ -41,8 +43,10 @@ import logging
 import os
 import uuid
 from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from groundwire.offline._ray_lines import EncodedOutput, LinesPlace
 from groundwire.offline._ray_parts import PartsOutput, PartsPlace, add_part_tallies
 from groundwire.offline._ray_stages import (
     READ_COUNTERS,
@@ -91,50 +95,59 @@ def _init(ray: Any, address: str | None) -> bool:
     return True
 
 
-def _plan(
-    ray: Any,
-    paths: Sequence[str | os.PathLike[str]],
-    spec: Any,
-    *,
-    fmt: TraceFormat | None,
-    strict: bool,
-    expected: ExpectedAnswers | None,
-    skip: Collection[tuple[str, str]],
-    concurrency: int,
-    chunk_size: int,
-    workers: int,
-    parts: PartsPlace | None,
-) -> Any:
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What one run asks of Ray: the files, the evaluators and the options of `score_with_ray`."""
+
+    paths: list[str]
+    spec: Any
+    fmt: TraceFormat | None
+    strict: bool
+    expected: ExpectedAnswers | None
+    skip: Collection[tuple[str, str]]
+    concurrency: int
+    chunk_size: int
+    workers: int
+    parts: PartsPlace | LinesPlace | None
+    """Where (or how) the workers write OUT's rows themselves; None: they travel to the driver."""
+
+
+def _plan(ray: Any, job: _Job) -> Any:
     """The dataset of scored trace rows (read -> group by trace -> assemble -> score, and
-    write the parts when `parts` is given).
+    write or encode the rows when `job.parts` is given).
 
     The grouped traces are cut into small blocks and materialized before scoring starts: the sort
     is a barrier anyway, and scoring tasks started earlier would hold the CPUs that the read,
     shuffle and re-blocking tasks need (a deadlock when `workers` equals the cluster's CPUs).
     """
-    files = [{"path": os.fspath(path)} for path in paths]
+    files = [{"path": path} for path in job.paths]
     read = ray.data.from_items(files, override_num_blocks=len(files)).flat_map(
-        ReadFile(fmt, strict)
+        ReadFile(job.fmt, job.strict)
     )
     traces = (
         read.sort("key")
         .map_batches(
             assemble_blocks,
-            fn_kwargs={"expected": expected, "skip": skip},
+            fn_kwargs={"expected": job.expected, "skip": job.skip},
             batch_size=None,  # whole blocks: a key never straddles two after the sort
             batch_format="numpy",
         )
-        .repartition(target_num_rows_per_block=chunk_size * _BLOCK_CHUNKS)
+        .repartition(target_num_rows_per_block=job.chunk_size * _BLOCK_CHUNKS)
         .materialize()
     )
     run = uuid.uuid4().hex
     return traces.map_batches(
         score_batch,
-        fn_kwargs={"run": run, "spec": spec, "concurrency": concurrency, "parts": parts},
+        fn_kwargs={
+            "run": run,
+            "spec": job.spec,
+            "concurrency": job.concurrency,
+            "parts": job.parts,
+        },
         # A part per block when the workers write: a Parquet file per chunk costs more than
         # the chunk's scoring (the file's fixed cost); the rows travel nowhere either way.
-        batch_size=chunk_size if parts is None else chunk_size * _BLOCK_CHUNKS,
-        compute=ray.data.TaskPoolStrategy(size=max(1, workers)),
+        batch_size=job.chunk_size if job.parts is None else job.chunk_size * _BLOCK_CHUNKS,
+        compute=ray.data.TaskPoolStrategy(size=max(1, job.workers)),
         batch_format="numpy",
     )
 
@@ -174,34 +187,31 @@ def score_with_ray(
     workers: int,
     address: str | None,
     stop: StopFlag,
-    parts: PartsOutput | None = None,
+    parts: PartsOutput | EncodedOutput | None = None,
 ) -> Iterator[list[TurnResult]]:
     """Yield scored chunks computed on Ray, in `order_key` order; counters go to `summary`.
 
-    With `parts`, the workers write OUT's rows themselves and the chunks are empty (yielded as
-    the counters arrive, for progress and stop requests).
+    With `parts`, the workers write OUT's rows themselves (Parquet part files, `PartsOutput`)
+    or encode them for the driver to copy (`.jsonl`/`.csv`, `EncodedOutput`), and the chunks
+    are empty (yielded as the counters arrive, for progress and stop requests).
     """
+    job = _Job(
+        [os.fspath(path) for path in paths],
+        spec,
+        fmt=fmt,
+        strict=strict,
+        expected=expected,
+        skip=skip,
+        concurrency=concurrency,
+        chunk_size=chunk_size,
+        workers=workers,
+        parts=parts.place if parts is not None else None,
+    )
     ray = _ray()
     started_here = _init(ray, address)
     try:
         with _data_context():
-            yield from _stream(
-                ray,
-                paths,
-                spec,
-                summary,
-                stop,
-                parts,
-                chunk_size,
-                options={
-                    "fmt": fmt,
-                    "strict": strict,
-                    "expected": expected,
-                    "skip": skip,
-                    "concurrency": concurrency,
-                    "workers": workers,
-                },
-            )
+            yield from _stream(ray, job, summary, stop, parts)
     finally:
         if started_here:
             ray.shutdown()
@@ -209,22 +219,19 @@ def score_with_ray(
 
 def _stream(
     ray: Any,
-    paths: Sequence[str | os.PathLike[str]],
-    spec: Any,
+    job: _Job,
     summary: RescoreSummary,
     stop: StopFlag,
-    parts: PartsOutput | None,
-    chunk_size: int,
-    options: dict[str, Any],
+    parts: PartsOutput | EncodedOutput | None,
 ) -> Iterator[list[TurnResult]]:
     """Plan the job, then stream its rows back batch by batch (see `score_with_ray`)."""
-    place = parts.place if parts is not None else None
     batches: Iterator[dict[str, Any]] | None = None
     while True:
         try:
             if batches is None:
-                scored = _plan(ray, paths, spec, chunk_size=chunk_size, parts=place, **options)
-                batches = iter(scored.iter_batches(batch_size=chunk_size, batch_format="numpy"))
+                scored = _plan(ray, job)
+                size = job.chunk_size
+                batches = iter(scored.iter_batches(batch_size=size, batch_format="numpy"))
             batch = next(batches)
         except StopIteration:
             break
@@ -236,7 +243,7 @@ def _stream(
                 "every turn written before the failure; run again with --resume "
                 "(resume=True) to score the rest"
             ) from error
-        results = _decode(batch, summary)
+        results = _decode(batch, summary, parts if isinstance(parts, EncodedOutput) else None)
         if results or parts is not None:
             yield results
         if stop.is_set():
@@ -244,9 +251,11 @@ def _stream(
     stop.input_exhausted = True
 
 
-def _decode(batch: dict[str, Any], summary: RescoreSummary) -> list[TurnResult]:
-    """One batch of Ray's rows: read counters and turn counters go to `summary`, the turns'
-    results are returned."""
+def _decode(
+    batch: dict[str, Any], summary: RescoreSummary, lines: EncodedOutput | None = None
+) -> list[TurnResult]:
+    """One batch of Ray's rows: read counters and turn counters go to `summary`, a part's
+    encoded rows to `lines`, the turns' results are returned."""
     results: list[TurnResult] = []
     rows = zip(batch["kind"], batch["payload"], batch["turns"], batch["scores"], strict=True)
     for kind, payload, turns, scores in rows:
@@ -255,6 +264,8 @@ def _decode(batch: dict[str, Any], summary: RescoreSummary) -> list[TurnResult]:
             _add_read_counters(summary, row)
             continue
         if kind == "part":
+            if lines is not None:
+                lines.write_encoded(bytes(turns))
             add_part_tallies(summary, row)
             continue
         _add_turn_counters(summary, row)

@@ -20,9 +20,11 @@ from groundwire.offline.writers._baseline import Baseline, BaselineError, Compar
 from groundwire.offline.writers._html import HtmlReportWriter
 from groundwire.offline.writers._lines import (
     CSV_LINE_END,
+    ENCODED_SUFFIXES,
     CsvWriter,
     JsonLinesWriter,
     csv_header,
+    encode_rows,
 )
 from groundwire.offline.writers._parquet import (
     PART_GLOB,
@@ -47,6 +49,7 @@ from groundwire.offline.writers._xlsx import XlsxWriter
 __all__ = [
     "APPENDABLE_SUFFIXES",
     "CSV_LINE_END",
+    "ENCODED_SUFFIXES",
     "OUTPUT_SUFFIXES",
     "PART_GLOB",
     "Baseline",
@@ -64,6 +67,7 @@ __all__ = [
     "check_output_paths",
     "comparison_html",
     "csv_header",
+    "encode_rows",
     "insert_comparison",
     "insert_steps",
     "is_parts_dir",

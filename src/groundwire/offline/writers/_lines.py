@@ -2,6 +2,10 @@
 
 Each turn is written as one whole line; on an interrupted close the file is cut back to the end of
 the last complete line, so an abort in the middle of a write cannot leave half a record.
+
+`encode_rows` gives, as bytes, the lines either writer would write for a sequence of turns, and
+`write_encoded` appends such bytes as they are: the Ray workers encode their rows and the driver
+only copies them (`_ray_lines`), byte for byte what the writer itself would have written.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ from groundwire.offline.writers._cells import neutralise
 
 __all__ = [
     "CSV_LINE_END",
+    "ENCODED_SUFFIXES",
     "CsvWriter",
     "JsonLinesWriter",
     "csv_header",
     "details_json",
+    "encode_rows",
 ]
 
 
@@ -47,6 +53,14 @@ class _LineFile:
         if self._since_flush >= 64:
             self.flush()
 
+    def lines(self, data: bytes) -> None:
+        """Write whole lines already encoded (ending with a line end) and remember the offset."""
+        if not data:
+            return
+        self._file.write(data)
+        self._good += len(data)
+        self.flush()
+
     def flush(self) -> None:
         """Push buffered lines to the OS."""
         self._file.flush()
@@ -62,15 +76,15 @@ class _LineFile:
             self._file.close()
 
 
-class JsonLinesWriter:
-    """One JSON object per turn: trace_id, span_id, query, scores, details (docs/offline.md)."""
+class _LineWriter:
+    """What both line formats share: a `_LineFile`, encoded lines appended as they are."""
 
-    def __init__(self, path: Path, evaluators: Sequence[str], *, append: bool = False) -> None:
+    def __init__(self, path: Path, *, append: bool) -> None:
         self._out = _LineFile(path, append=append)
 
-    def write(self, result: TurnResult) -> None:
-        """Append the turn's record as one line."""
-        self._out.line(dumps_strict(result.to_record()) + "\n")
+    def write_encoded(self, data: bytes) -> None:
+        """Append whole lines (rows) `encode_rows` made, copied as they are."""
+        self._out.lines(data)
 
     def flush(self) -> None:
         """Push written lines to the OS."""
@@ -79,6 +93,17 @@ class JsonLinesWriter:
     def close(self, *, interrupted: bool = False) -> None:
         """Flush and close (cutting any partial line when interrupted)."""
         self._out.close(interrupted=interrupted)
+
+
+class JsonLinesWriter(_LineWriter):
+    """One JSON object per turn: trace_id, span_id, query, scores, details (docs/offline.md)."""
+
+    def __init__(self, path: Path, evaluators: Sequence[str], *, append: bool = False) -> None:
+        super().__init__(path, append=append)
+
+    def write(self, result: TurnResult) -> None:
+        """Append the turn's record as one line."""
+        self._out.line(_json_line(result))
 
 
 CSV_LINE_END: Final = "\r\n"
@@ -98,12 +123,12 @@ def details_json(result: TurnResult) -> str:
     return dumps_strict(result.details())
 
 
-class CsvWriter:
+class CsvWriter(_LineWriter):
     """One row per turn under `csv_header`; empty cells for values that are null."""
 
     def __init__(self, path: Path, evaluators: Sequence[str], *, append: bool = False) -> None:
+        super().__init__(path, append=append)
         self._evaluators = list(evaluators)
-        self._out = _LineFile(path, append=append)
         self._buffer = io.StringIO()
         self._csv = csv.writer(self._buffer, lineterminator=CSV_LINE_END)
         if self._out.empty:
@@ -118,19 +143,38 @@ class CsvWriter:
 
     def write(self, result: TurnResult) -> None:
         """Append the turn's row."""
-        values = result.values()
-        row: list[Any] = [result.turn.trace_id, result.turn.span_id, result.turn.query]
-        for name in self._evaluators:
-            value = values.get(name)
-            score = result.scores.get(name)
-            row += ["" if value is None else value, (score.label if score else None) or ""]
-        row.append(details_json(result))
-        self._row(row)
+        self._row(_csv_cells(result, self._evaluators))
 
-    def flush(self) -> None:
-        """Push written rows to the OS."""
-        self._out.flush()
 
-    def close(self, *, interrupted: bool = False) -> None:
-        """Flush and close (cutting any partial row when interrupted)."""
-        self._out.close(interrupted=interrupted)
+def _json_line(result: TurnResult) -> str:
+    """The turn's `.jsonl` line, line end included."""
+    return dumps_strict(result.to_record()) + "\n"
+
+
+def _csv_cells(result: TurnResult, evaluators: Sequence[str]) -> list[Any]:
+    """The turn's `.csv` cells under `csv_header(evaluators)`, before neutralising."""
+    values = result.values()
+    row: list[Any] = [result.turn.trace_id, result.turn.span_id, result.turn.query]
+    for name in evaluators:
+        value = values.get(name)
+        score = result.scores.get(name)
+        row += ["" if value is None else value, (score.label if score else None) or ""]
+    row.append(details_json(result))
+    return row
+
+
+ENCODED_SUFFIXES: Final = (".jsonl", ".csv")
+"""Formats whose rows `encode_rows` encodes away from the writer (`write_encoded` copies them)."""
+
+
+def encode_rows(suffix: str, results: Sequence[TurnResult], evaluators: Sequence[str]) -> bytes:
+    """The lines the `suffix` writer (`.jsonl` or `.csv`, header aside) writes for `results`,
+    as UTF-8 bytes: what a Ray worker hands the driver to copy (`write_encoded`)."""
+    if suffix == ".csv":
+        buffer = io.StringIO()
+        rows = csv.writer(buffer, lineterminator=CSV_LINE_END)
+        rows.writerows([neutralise(cell) for cell in _csv_cells(r, evaluators)] for r in results)
+        return buffer.getvalue().encode("utf-8")
+    if suffix != ".jsonl":
+        raise ValueError(f"cannot encode {suffix} rows; one of {', '.join(ENCODED_SUFFIXES)}")
+    return "".join(_json_line(result) for result in results).encode("utf-8")
