@@ -5,14 +5,13 @@ level naming the span and the field (docs/assembly.md, "What is read").
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
 
 import pytest
 
 from groundwire import Context
 from groundwire.assembly import turns_from_spans
-from groundwire.assembly._documents import document, document_list, metadata, score
+from groundwire.assembly._documents import document, document_list, metadata
 from tests.assembly_records import OP, oi, rag_trace, record, sid
 
 SPAN = record(2)
@@ -20,25 +19,6 @@ SPAN = record(2)
 
 def _debug(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "groundwire.assembly"]
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        (0.5, 0.5),
-        (2, 2.0),
-        ("0.25", 0.25),
-        ("nan", None),
-        (math.inf, None),
-        (True, None),
-        (None, None),
-        ("high", None),
-        ([1], None),
-    ],
-)
-def test_score_is_a_finite_float(value: Any, expected: float | None) -> None:
-    """Numbers and numeric strings; bools, non-finite values and anything else are no score."""
-    assert score(value) == expected
 
 
 @pytest.mark.parametrize(

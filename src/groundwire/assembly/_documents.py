@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from groundwire import semconv
+from groundwire._numbers import finite_float
 from groundwire._types import Context
 from groundwire.assembly._extract import decode
 from groundwire.assembly._record import SpanRecord
 from groundwire.assembly._trusted import trusted_context
 
-__all__ = ["document", "document_list", "metadata", "score"]
+__all__ = ["document", "document_list", "metadata"]
 
 logger = logging.getLogger("groundwire.assembly")
 
@@ -37,7 +37,7 @@ def document(
         else:
             doc_id = str(doc_id)
     raw = fields.get("score")
-    value = None if raw is None else score(raw)
+    value = None if raw is None else finite_float(raw)
     if raw is not None and value is None:
         logger.debug("span %s: %s.score is not a number; dropped", record.span_id, where)
     raw = fields.get("metadata")
@@ -72,17 +72,6 @@ def document_list(record: SpanRecord, where: str, value: Any) -> list[Context] |
         if built is not None:
             documents.append(built)
     return documents
-
-
-def score(value: Any) -> float | None:
-    """A finite float from a number or numeric string, else None."""
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        result = float(value)
-    except (TypeError, ValueError):
-        return None
-    return result if math.isfinite(result) else None
 
 
 def metadata(value: Any) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from groundwire._jsonlines import json_objects
+from groundwire._numbers import unit_score
 from groundwire._types import RagTurn, Score
 from groundwire.calibrate._labels import (
     Label,
@@ -83,11 +84,7 @@ def scored_turns(
 
 def _score(name: str, value: Any, entry: Mapping[str, Any]) -> Score:
     """A `Score` from a file's value and details entry (a null value reads as NaN)."""
-    number = (
-        float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-    )
-    if number is not None and not (math.isfinite(number) and 0.0 <= number <= 1.0):
-        number = None
+    number = unit_score(value)
     details = entry.get("details")
     usage = entry.get("usage")
     return Score(

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from groundwire import semconv
+from groundwire._numbers import unit_score
 from groundwire._types import Score
 from groundwire.assembly import LogRecordData, SpanRecord
 from groundwire.offline.readers import Problems, SpanBatch, TraceFormat, read_spans
@@ -66,14 +67,6 @@ class RecordedResult:
         return (self.trace_id, self.span_id, self.score.name, self.mode)
 
 
-def _number(value: Any) -> float | None:
-    """A finite float in [0, 1], else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) and 0.0 <= number <= 1.0 else None
-
-
 def _text(value: Any) -> str | None:
     """A non-empty string, else None."""
     return value if isinstance(value, str) and value else None
@@ -88,7 +81,7 @@ def _score(
     details: Any = None,
 ) -> Score:
     """A Score from recorded fields: a failed one is NaN, one without a value not applicable."""
-    number = _number(value)
+    number = unit_score(value)
     if error is not None:
         number = math.nan
     return Score(
@@ -155,7 +148,7 @@ def _from_span(span: SpanRecord) -> Iterator[RecordedResult]:
             continue
         label = fields.get(semconv.EVALUATION_LABEL)
         value = fields.get(semconv.EVALUATION_SCORE)
-        failed = label == "error" and _number(value) is None
+        failed = label == "error" and unit_score(value) is None
         explanation = fields.get(semconv.EVALUATION_EXPLANATION)
         score = _score(
             name,

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import csv
 import heapq
-import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from groundwire._jsonlines import json_lines
+from groundwire._numbers import finite_float
 from groundwire.offline._results import TurnResult
 from groundwire.offline.writers._report_style import BINS
 
@@ -43,17 +43,6 @@ class Baseline:
     turns: dict[_Key, tuple[str | None, dict[str, float | None]]]
 
 
-def _value(raw: Any) -> float | None:
-    """A score value from a scores file (None for null, empty or not a finite number)."""
-    if raw is None or raw == "" or isinstance(raw, bool):
-        return None
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
-
-
 def _jsonl(path: Path) -> dict[_Key, tuple[str | None, dict[str, float | None]]]:
     """The records of a `.jsonl` scores file."""
     turns: dict[_Key, tuple[str | None, dict[str, float | None]]] = {}
@@ -63,7 +52,7 @@ def _jsonl(path: Path) -> dict[_Key, tuple[str | None, dict[str, float | None]]]
             if not isinstance(scores, dict):
                 raise BaselineError(f"{where}: not a scores record (no 'scores' object)")
             key = (str(record.get("trace_id") or ""), str(record.get("span_id") or ""))
-            turns[key] = (record.get("query"), {str(k): _value(v) for k, v in scores.items()})
+            turns[key] = (record.get("query"), {str(k): finite_float(v) for k, v in scores.items()})
     return turns
 
 
@@ -79,7 +68,7 @@ def _csv(path: Path) -> dict[_Key, tuple[str | None, dict[str, float | None]]]:
         names = [c for c in names if not c.endswith(".label")]
         for row in reader:
             key = (row.get("trace_id") or "", row.get("span_id") or "")
-            turns[key] = (row.get("query"), {name: _value(row.get(name)) for name in names})
+            turns[key] = (row.get("query"), {name: finite_float(row.get(name)) for name in names})
     return turns
 
 
