@@ -13,7 +13,8 @@ deleted at the end.
 3. Scoring: `rescore` with the deterministic evaluators (`quoted_spans`, `quote_verification`
    without embeddings) on a slice of the file with 1 and 2 worker processes (speed-up), against
    the peer `groundwire.evaluate_many` on the same turns already in memory; and the speed-up
-   with a CPU-heavy evaluator (`quote_verification` with its default embedder) on a few turns.
+   with a CPU-heavy evaluator (`quote_verification` with its default embedder on every quote)
+   on a few turns.
 
 Run: `python -m tests.benchmarks offline`. Writes results/offline.{md,json}. `python -m
 tests.benchmarks.bench_offline read` measures part 1 alone (merged into the results files);
@@ -50,8 +51,9 @@ TEMPLATE_TURNS = 40
 SLICE_LINES = scaled(6_000, 200)
 HEAVY_LINES = scaled(60, 12)
 """About 140 turns: a run of several seconds, so worker start-up (model load) does not dominate."""
-HEAVY = {"quote_verification": {}}
-"""quote_verification with its default sentence embedder: CPU-heavy per turn."""
+HEAVY = {"quote_verification": {"cosine": "always"}}
+"""quote_verification with its default sentence embedder on every quote: CPU-heavy per turn.
+(With the default `cosine="fuzzy"` the generated quotes, all verbatim, would embed nothing.)"""
 FAST = {"quoted_spans": {}, "quote_verification": {"embedder": None}}
 _TRACE_ID = re.compile(r'"traceId":"([0-9a-f]{32})"')
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -710,7 +712,8 @@ written to .jsonl:
 | `rescore --workers 2` | {w2["turns_per_s"]:,.0f} | {s["speedup_2_over_1"]:.2f} |
 | peer: `evaluate_many` on turns in memory | {peer_row} |
 
-With a CPU-heavy evaluator, `quote_verification` with its default sentence embedder (a slice of
+With a CPU-heavy evaluator, `quote_verification` with its default sentence embedder on every
+quote (`cosine="always"`; a slice of
 {h1["turns"]} turns, 4 per chunk): {h1["turns_per_s"]:.2f} turns/s with 1 worker,
 {h2["turns_per_s"]:.2f} with 2: a speed-up of {s["heavy_speedup_2_over_1"]:.2f}.
 
