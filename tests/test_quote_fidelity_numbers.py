@@ -176,6 +176,12 @@ def test_a_month_named_may_is_a_date_not_a_modal_verb() -> None:
     assert _reasons("you may go now", "you must go now") == ["modality changed: 'must' -> 'may'"]
 
 
+def test_per_cent_without_a_number_is_no_number() -> None:
+    """ "per cent" with no number before it joins nothing: changing a word beside it changes
+    no number."""
+    assert _reasons("figures are given in per cent", "figures are given in pro cent") == []
+
+
 def test_may_as_the_last_or_first_word_looks_only_at_the_neighbour_it_has() -> None:
     """ "May" closing or opening the text, next to a change but to no numeral: only the one
     neighbour there is is read, and an edit beside it changes no meaning."""
