@@ -176,6 +176,14 @@ def test_a_month_named_may_is_a_date_not_a_modal_verb() -> None:
     assert _reasons("you may go now", "you must go now") == ["modality changed: 'must' -> 'may'"]
 
 
+def test_a_typo_after_a_changed_word_is_read_as_its_own_source_word() -> None:
+    """In a run of replaced words, a slip in the second ("sevn") is read as the source word it
+    stands for, at its own place: the number phrase is "twelve seven", not "seven"."""
+    assert _reasons("they were twelve sevn times", "they were eleven seven times") == [
+        "number changed: 'eleven seven' -> 'twelve sevn'"
+    ]
+
+
 def test_per_cent_without_a_number_is_no_number() -> None:
     """ "per cent" with no number before it joins nothing: changing a word beside it changes
     no number."""
