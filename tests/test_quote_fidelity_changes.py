@@ -128,3 +128,19 @@ def test_against_a_span_without_words_a_change_names_no_source_neighbour() -> No
         ("negation changed: '' -> 'never'", 0, 5, 0, 0),
         ("number changed: '' -> '3'", 8, 9, 0, 0),
     ]
+
+
+def test_each_part_of_a_hyphenated_number_keeps_its_own_offsets() -> None:
+    """ "twenty-one" is read as two words: the changed part is named with its own offsets on
+    both sides, and the number change covers the whole hyphenated number."""
+    (edit,) = _compare("we saw twenty-one cats", "we saw twenty-two cats").edits
+    assert (edit.kind, edit.quote_text, edit.source_text) == ("changed", "one", "two")
+    assert (edit.quote_start, edit.quote_end, edit.source_start, edit.source_end) == (
+        14,
+        17,
+        14,
+        17,
+    )
+    assert _changes("we saw twenty-one cats", "we saw twenty-two cats") == [
+        ("number changed: 'twenty-two' -> 'twenty-one'", 7, 17, 7, 17)
+    ]
