@@ -63,6 +63,9 @@ def test_the_least_allowed_bounds_are_taken_and_kept() -> None:
     window = TraceWindow(quiet=0, max_wait=0.0, max_spans=1, max_traces=1, remember=0)
     assert (window.quiet, window.max_wait, window.max_spans, window.max_traces) == (0, 0.0, 1, 1)
     assert window.remember == 0
+    counters = (window.traces, window.forced, window.late_spans, window.duplicate_spans)
+    assert counters == (0, 0, 0, 0)
+    assert (window.peak_spans, window.held_spans, window.held_traces) == (0, 0, 0)
     assert TraceWindow(quiet=2.5, max_spans=3, max_traces=4).remember == 10_000
 
 
@@ -167,6 +170,9 @@ def test_received_is_the_first_seen_but_the_clock_runs_from_now() -> None:
     window.hold([_span(2, 1)], 20)
     (plain,) = window.due(25)
     assert plain.first_seen == 20
+    assert window.add([_span(3, 1)], 30, received=27) == []
+    (added,) = window.due(35)
+    assert added.first_seen == 27
 
 
 def test_flush_releases_everything_oldest_first_as_not_forced() -> None:
@@ -189,3 +195,4 @@ def test_exactly_the_last_remember_released_ids_are_known_late(remember: int, la
     assert _ids(window.due(0)) == [1, 2]
     window.hold([_span(2, 2, 1), _span(1, 2, 1)], 1)
     assert window.late_spans == late and window.held_traces == 2 - late
+    assert _ids(window.flush()) == [2, 1][late:]  # the oldest released id is forgotten first

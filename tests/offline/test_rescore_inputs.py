@@ -65,7 +65,7 @@ def test_a_folder_is_expanded_and_what_it_passes_over_is_a_notice(tmp_path: Path
 
 def test_a_span_source_replaces_files_on_the_local_engine_only(trace: Path) -> None:
     """A source with files, or on Ray, is refused; alone it needs no file."""
-    message = "a span source is read instead of files, on the local engine only"
+    message = "^a span source is read instead of files, on the local engine only$"
     with pytest.raises(ValueError, match=message):
         _check(trace, source=_no_spans)
     with pytest.raises(ValueError, match=message):
@@ -82,6 +82,7 @@ def test_nothing_to_read_is_refused() -> None:
 
 def test_an_unknown_engine_is_refused(trace: Path) -> None:
     """Only local and ray."""
+    assert _check(trace, engine="ray").names == ["quoted_spans"]
     with pytest.raises(ValueError, match=r"^engine must be 'local' or 'ray', got 'spark'$"):
         _check(trace, engine="spark")
 
@@ -100,6 +101,8 @@ def test_the_least_chunk_size_and_bad_workers(trace: Path) -> None:
     assert _check(trace, chunk_size=1).names == ["quoted_spans"]
     with pytest.raises(ValueError, match=r"^workers must be an int of at least 1, got 0$"):
         _check(trace, workers=0)
+    with pytest.raises(ValueError, match=r"^workers > 1 builds the evaluators in each worker"):
+        _check(trace, workers=2, evaluators=[lambda turn: None])
 
 
 def test_a_local_out_is_checked_against_the_inputs_and_its_format(
@@ -111,11 +114,11 @@ def test_a_local_out_is_checked_against_the_inputs_and_its_format(
     assert inputs.out == out and inputs.remote is None
     with pytest.raises(ValueError, match="cannot tell the output format"):
         _check(trace, out=tmp_path / "scores.unknown")
-    with pytest.raises(OutputPathError, match="is the trace file"):
+    with pytest.raises(OutputPathError, match=r"^output .* is the trace file"):
         _check(trace, out=trace)
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps({"query": "q", "answers": ["a"]}) + "\n")
-    with pytest.raises(OutputPathError, match="is the --expected file"):
+    with pytest.raises(OutputPathError, match=r"^output .* is the --expected file"):
         _check(trace, out=gold, expected=gold)
 
 

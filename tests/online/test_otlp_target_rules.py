@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import grpc  # type: ignore[import-untyped]
 import pytest
@@ -92,6 +93,7 @@ def test_an_unknown_signal_is_refused_by_name(call: object) -> None:
         (" https://c.example:443/otlp/ ", "traces", "https://c.example:443/otlp/v1/traces"),
         ("http://c:4318/v1/logs", "metrics", "http://c:4318/v1/metrics"),
         ("c:4318/v1/traces/", "logs", "http://c:4318/v1/logs"),
+        ("http://c:4318/BOX//", "traces", "http://c:4318/BOX/v1/traces"),
     ],
 )
 def test_http_endpoints_keep_the_base_path_and_scheme(base: str, signal: str, url: str) -> None:
@@ -267,3 +269,28 @@ def test_same_server_compares_host_and_port(destination: str, url: str, same: bo
     """Loopback names are one host; the OTLP/gRPC port 4317 and a missing port match any port;
     a port that is no number, or a file, is never the server."""
     assert same_server(destination, url) is same
+
+
+def _provider(*processors: object) -> SimpleNamespace:
+    """Something shaped like an SDK tracer provider with these span processors."""
+    return SimpleNamespace(_active_span_processor=SimpleNamespace(_span_processors=processors))
+
+
+def test_a_batch_processor_that_keeps_its_exporter_inside_is_read_too() -> None:
+    """A batch processor without `span_exporter` (its exporter only in `_batch_processor`, as
+    some SDK releases keep it) still names its exporter's endpoint."""
+    exporter = SimpleNamespace(_endpoint="http://c:4318/v1/traces")
+    inner = SimpleNamespace(_batch_processor=SimpleNamespace(_exporter=exporter))
+    assert span_destinations(_provider(inner)) == ["http://c:4318/v1/traces"]
+
+
+def test_exporters_naming_no_endpoint_or_file_are_left_out() -> None:
+    """An empty or non-text endpoint, or a file object without a path, names nothing."""
+    odd = [
+        SimpleNamespace(_endpoint=""),
+        SimpleNamespace(_endpoint=("c", 4317)),
+        SimpleNamespace(_file=object()),
+        SimpleNamespace(_file=SimpleNamespace(path="/tmp/t.jsonl")),
+    ]
+    processors = [SimpleNamespace(span_exporter=exporter) for exporter in odd]
+    assert span_destinations(_provider(*processors)) == ["file /tmp/t.jsonl"]

@@ -331,6 +331,12 @@ def test_a_turn_filter_is_imported_from_module_and_attribute_path() -> None:
             "module 'os' has no attribute 'no_such_attribute'",
         ),
         ("os:sep", TypeError, "GROUNDWIRE_TURN_FILTER='os:sep' is not callable"),
+        (
+            "os:path:join",
+            ValueError,
+            "GROUNDWIRE_TURN_FILTER='os:path:join' cannot be imported: "
+            "module 'os' has no attribute 'path:join'",
+        ),
     ],
 )
 def test_a_bad_turn_filter_says_what_is_wrong(
@@ -358,7 +364,12 @@ def test_unknown_groundwire_variables_are_reported_in_one_warning(
     assert message.startswith(
         "unknown GROUNDWIRE_* variables ignored: GROUNDWIRE_EVALUATOR, GROUNDWIRE_WORKRES (known: "
     )
-    assert "GROUNDWIRE_WORKERS, " in message and "OTEL_INSTRUMENTATION" in message
+    known = message.partition("(known: ")[2].removesuffix(")").split(", ")
+    assert (
+        "GROUNDWIRE_WORKERS" in known
+        and "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in known
+    )
+    assert known == sorted(known) and all(name.isupper() for name in known)  # variables only
 
 
 def test_check_environment_validates_capture_and_judge_variables(
