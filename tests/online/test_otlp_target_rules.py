@@ -263,11 +263,12 @@ def test_destinations_of_guarded_and_file_exporters(tmp_path: Path) -> None:
         ("http://h:99999/v1/traces", "http://h:6006", False),
         ("http://h:6006/v1/traces", "http://h:port", False),
         ("file /tmp/h:6006", "http://h:6006", False),
+        ("file out@localhost", "http://localhost:6006", False),
     ],
 )
 def test_same_server_compares_host_and_port(destination: str, url: str, same: bool) -> None:
     """Loopback names are one host; the OTLP/gRPC port 4317 and a missing port match any port;
-    a port that is no number, or a file, is never the server."""
+    a port that is no number, or a file (even one named like user@host), is never the server."""
     assert same_server(destination, url) is same
 
 

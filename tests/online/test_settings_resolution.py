@@ -503,3 +503,22 @@ def test_a_bad_evaluator_option_names_the_variable_and_the_evaluator(
     monkeypatch.setenv(semconv.ENV_EVALUATOR_OPTIONS, '{"quote_verification": {"nope": 1}}')
     with pytest.raises(ValueError, match=r"^GROUNDWIRE_EVALUATOR_OPTIONS: quote_verification: "):
         _config(evaluators=["quote_verification"])
+
+
+def test_inline_evaluators_run_in_the_background_on_an_sdk_without_the_hook(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An SDK older than 1.36 (simulated by removing the hook from the SDK's class) has no
+    `_on_ending`: the inline evaluators are run in the background, with one warning."""
+    from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor
+
+    for sdk_class in (SynchronousMultiSpanProcessor, SpanProcessor):
+        monkeypatch.delattr(sdk_class, "_on_ending")
+    caplog.set_level(logging.WARNING, logger="groundwire")
+    config = _config(inline=["quoted_spans"])
+    assert config.inline == frozenset()
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        "this opentelemetry-sdk has no SpanProcessor._on_ending hook (added in 1.36); "
+        "running the inline evaluators ['quoted_spans'] in the background instead"
+    )
