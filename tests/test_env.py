@@ -148,7 +148,7 @@ def test_rates_by_name(env: Callable[[str | None], None]) -> None:
     assert env_rates(_VAR) == {"faithfulness": 0.25, "groundedness": 1.0}
 
 
-@pytest.mark.parametrize("raw", ["faithfulness", "faithfulness=high", "a=0.5,b"])
+@pytest.mark.parametrize("raw", ["faithfulness", "faithfulness=high", "a=0.5,b", "a=b=0.5"])
 def test_a_malformed_rate_names_the_variable_the_shape_and_the_value(
     env: Callable[[str | None], None], raw: str
 ) -> None:
