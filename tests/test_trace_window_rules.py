@@ -170,6 +170,11 @@ def test_received_is_the_first_seen_but_the_clock_runs_from_now() -> None:
     window.hold([_span(2, 1)], 20)
     (plain,) = window.due(25)
     assert plain.first_seen == 20
+
+
+def test_add_holds_with_the_received_time_too() -> None:
+    """`add` is `hold` then `evict`: `received` reaches the trace's `first_seen` as well."""
+    window = _window(quiet=5)
     assert window.add([_span(3, 1)], 30, received=27) == []
     (added,) = window.due(35)
     assert added.first_seen == 27
