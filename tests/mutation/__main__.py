@@ -13,7 +13,9 @@ tests/benchmarks/results/mutation.md and mutation.json. Not part of the default 
 `--rerun` re-runs the named mutants in the mutants/ folder of the last run (mutmut keeps every
 other result) and re-scores: a module whose mutants were all checked there is scored afresh; a
 module only partly run there keeps its earlier score, with the re-run mutants a test now kills
-moved from its survivors to killed.
+moved from its survivors to killed. mutmut maps tests to the functions they reach when a test
+is new to it: kill a survivor with a new test function, since an assertion added to an older
+test that did not reach the mutant's function before is not run against it.
 """
 
 from __future__ import annotations
