@@ -113,3 +113,34 @@ def test_a_change_names_the_words_that_differ_on_both_sides(
 def test_a_word_starting_with_v_is_no_version_number() -> None:
     """ "vote" for "veto" is a changed word, not a changed number (only "v2.1" is a version)."""
     assert _changes("the council held a vote", "the council held a veto") == []
+
+
+def test_against_a_span_without_words_a_change_names_no_source_neighbour() -> None:
+    """A quote compared with a span that has no words (here: an empty one): each stretch of
+    the quote is added, and its meaning changes name the quote's words alone, at the span's
+    start, since the source has no word to show beside them."""
+    assert [(e.kind, e.quote_text) for e in _compare("never … 3 bars", "").edits] == [
+        ("added", "never"),
+        ("elided", "…"),
+        ("added", "3 bars"),
+    ]
+    assert _changes("never … 3 bars", "") == [
+        ("negation changed: '' -> 'never'", 0, 5, 0, 0),
+        ("number changed: '' -> '3'", 8, 9, 0, 0),
+    ]
+
+
+def test_each_part_of_a_hyphenated_number_keeps_its_own_offsets() -> None:
+    """ "twenty-one" is read as two words: the changed part is named with its own offsets on
+    both sides, and the number change covers the whole hyphenated number."""
+    (edit,) = _compare("we saw twenty-one cats", "we saw twenty-two cats").edits
+    assert (edit.kind, edit.quote_text, edit.source_text) == ("changed", "one", "two")
+    assert (edit.quote_start, edit.quote_end, edit.source_start, edit.source_end) == (
+        14,
+        17,
+        14,
+        17,
+    )
+    assert _changes("we saw twenty-one cats", "we saw twenty-two cats") == [
+        ("number changed: 'twenty-two' -> 'twenty-one'", 7, 17, 7, 17)
+    ]

@@ -176,6 +176,27 @@ def test_a_month_named_may_is_a_date_not_a_modal_verb() -> None:
     assert _reasons("you may go now", "you must go now") == ["modality changed: 'must' -> 'may'"]
 
 
+def test_a_typo_after_a_changed_word_is_read_as_its_own_source_word() -> None:
+    """In a run of replaced words, a slip in the second ("sevn") is read as the source word it
+    stands for, at its own place: the number phrase is "twelve seven", not "seven"."""
+    assert _reasons("they were twelve sevn times", "they were eleven seven times") == [
+        "number changed: 'eleven seven' -> 'twelve sevn'"
+    ]
+
+
+def test_per_cent_without_a_number_is_no_number() -> None:
+    """ "per cent" with no number before it joins nothing: changing a word beside it changes
+    no number."""
+    assert _reasons("figures are given in per cent", "figures are given in pro cent") == []
+
+
+def test_may_as_the_last_or_first_word_looks_only_at_the_neighbour_it_has() -> None:
+    """ "May" closing or opening the text, next to a change but to no numeral: only the one
+    neighbour there is is read, and an edit beside it changes no meaning."""
+    assert _reasons("it was May", "it is May") == []
+    assert _reasons("May was it", "May is it") == []
+
+
 def test_swapped_numbers_are_both_flagged() -> None:
     """Two numbers that trade places each change: "five apples and six pears"."""
     assert _reasons("five apples and six pears", "six apples and five pears") == [

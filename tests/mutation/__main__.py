@@ -1,6 +1,7 @@
 """`make mutation`: run mutmut on the core modules and write the kill score per module.
 
     python -m tests.mutation [--only PATTERN ...] [--children N]
+    python -m tests.mutation --rerun MUTANT ...   # re-run survivors after adding tests
     python -m tests.mutation --render   # rewrite mutation.md from mutation.json (after a merge)
 
 Mutants are made by mutmut from `[tool.mutmut]` in pyproject.toml; each runs against the selected
@@ -8,6 +9,13 @@ tests that reach its function. A mutant counts as killed when a test fails on it
 in tests/mutation/equivalent.toml (with the reason each is equivalent) are left out of the score;
 every other survivor, and every mutant no test reaches, counts against it. Results go to
 tests/benchmarks/results/mutation.md and mutation.json. Not part of the default test run.
+
+`--rerun` re-runs the named mutants in the mutants/ folder of the last run (mutmut keeps every
+other result) and re-scores: a module whose mutants were all checked there is scored afresh; a
+module only partly run there keeps its earlier score, with the re-run mutants a test now kills
+moved from its survivors to killed. mutmut maps tests to the functions they reach when a test
+is new to it: kill a survivor with a new test function, since an assertion added to an older
+test that did not reach the mutant's function before is not run against it.
 """
 
 from __future__ import annotations
@@ -59,19 +67,28 @@ def main() -> None:
     parser.add_argument(
         "--render", action="store_true", help="only rewrite mutation.md from mutation.json"
     )
+    parser.add_argument(
+        "--rerun", nargs="+", default=[], help="mutant names to re-run in the last mutants/"
+    )
     args = parser.parse_args()
     equivalent: dict[str, str] = tomllib.loads(EQUIVALENT.read_text())["equivalent"]
     if args.render:
         _render(_earlier_all(), equivalent)
         return
-    shutil.rmtree(ROOT / "mutants", ignore_errors=True)
-    # The folder must exist before the interpreter starts, or the import system caches it as
-    # missing and the tests import the unmutated package.
-    (ROOT / "mutants" / "src").mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "mutants" / "src")}
-    _mutmut("run", "--max-children", str(args.children), *args.only, env=env)
+    if args.rerun:
+        if not (ROOT / "mutants" / "mutmut-stats.json").exists():
+            sys.exit("--rerun needs the mutants/ folder of an earlier run")
+        _mutmut("run", "--max-children", str(args.children), *args.rerun, env=env)
+    else:
+        shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+        # The folder must exist before the interpreter starts, or the import system caches it
+        # as missing and the tests import the unmutated package.
+        (ROOT / "mutants" / "src").mkdir(parents=True)
+        _mutmut("run", "--max-children", str(args.children), *args.only, env=env)
     tally: dict[str, Counter[str]] = defaultdict(Counter)
     survivors: dict[str, list[str]] = defaultdict(list)
+    killed: set[str] = set()
     stale: list[str] = []
     for line in _mutmut("results", "--all", "true", env=env).splitlines():
         match = _LINE.match(line)
@@ -85,9 +102,11 @@ def main() -> None:
         if name in equivalent:  # killed after all: the key is stale (the mutants were renumbered)
             stale.append(name)
         tally[module][status] += 1
-        if status not in ("killed", "not checked"):
+        if status == "killed":
+            killed.add(name)
+        elif status != "not checked":
             survivors[module].append(f"{name} ({status})")
-    _render(_write(tally, survivors, _earlier()), equivalent)
+    _render(_write(tally, survivors, _earlier(), killed), equivalent)
     if stale:
         print(
             "equivalent.toml names mutants a test now kills (counted as killed; re-key or drop):\n"
@@ -118,6 +137,7 @@ def _write(
     tally: dict[str, Counter[str]],
     survivors: dict[str, list[str]],
     earlier: dict[str, dict[str, object]],
+    killed: set[str],
 ) -> dict[str, dict[str, Any]]:
     """The results data per module from this run's tallies (and earlier scores kept)."""
     data: dict[str, dict[str, Any]] = {}
@@ -125,6 +145,9 @@ def _write(
         counts = tally[module]
         if set(counts) <= {"not checked", "equivalent"}:
             data[module] = dict(earlier[module]) if module in earlier else {**counts, "score": None}
+            continue
+        if counts["not checked"] and module in earlier:  # partly re-run (`--rerun`)
+            data[module] = _rekilled(dict(earlier[module]), killed)
             continue
         counted = sum(v for k, v in counts.items() if k != "equivalent")
         score = counts["killed"] / counted if counted else 1.0
@@ -135,6 +158,29 @@ def _write(
             "survivors": survivors[module],
         }
     return data
+
+
+def _rekilled(counts: dict[str, Any], killed: set[str]) -> dict[str, Any]:
+    """An earlier module result with its survivors that a test now kills counted as killed."""
+    left = []
+    for entry in counts.get("survivors", []):
+        name, _, status = entry.rpartition(" (")
+        if name in killed:
+            counts[status.rstrip(")")] -= 1
+            counts["killed"] = counts.get("killed", 0) + 1
+        else:
+            left.append(entry)
+    if len(left) == len(counts.get("survivors", [])):
+        return counts
+    checked = sum(
+        int(v)
+        for k, v in counts.items()
+        if k not in ("score", "survivors", "equivalent", "measured")
+    )
+    counts["score"] = round(counts["killed"] / checked, 4)
+    counts["measured"] = datetime.date.today().isoformat()
+    counts["survivors"] = left
+    return counts
 
 
 def _rows(data: dict[str, dict[str, Any]]) -> list[str]:
