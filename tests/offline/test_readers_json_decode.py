@@ -201,3 +201,16 @@ def test_without_msgspec_the_standard_library_decodes() -> None:
         check=False,
     )
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_loader_built_now_decodes_fast_and_falls_back_for_what_only_json_reads() -> None:
+    """The builder behind `json_loads`, called here rather than at import (so mutation testing
+    sees it): the fast decoder's value where it reads the input, `json.loads`'s where it refuses,
+    and `json.loads`'s error for bad JSON."""
+    assert FAST_DECODER is not None
+    loads = _json_module._loads_with(FAST_DECODER)
+    assert loads(b'{"a": [1, 2.5, "x"]}') == {"a": [1, 2.5, "x"]}
+    nan = loads(b'{"v": NaN}')["v"]
+    assert math.isnan(nan)
+    with pytest.raises(json.JSONDecodeError, match="Expecting property name"):
+        loads(b'{"v": 1,}')
