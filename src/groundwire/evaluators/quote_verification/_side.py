@@ -140,11 +140,16 @@ class Side:
 
     def may_name(self, indexes: range) -> bool:
         """False when no word in `indexes` can be a name or identifier (no capital, digit,
-        underscore or dot): a cheap test before `entity`."""
+        underscore or dot): a cheap test before `entity`, so it must never say False where
+        `entity` would say True. `entity` counts every `isdigit()` character, which `\\d`
+        misses for superscripts and subscripts ("x²", "H₂O"): those are looked for in
+        non-ASCII text only."""
         if not indexes:
             return False
         text = self.span(indexes.start, indexes.stop)[0]
-        return text != text.lower() or _MAYBE_IDENTIFIER.search(text) is not None
+        if text != text.lower() or _MAYBE_IDENTIFIER.search(text) is not None:
+            return True
+        return not text.isascii() and any(c.isdigit() for c in text)
 
     def numeric(self, index: int) -> bool:
         """Part of a number, date, amount or version."""
