@@ -49,7 +49,9 @@ TARGET_BYTES = int(os.environ.get("GW_BENCH_OFFLINE_MB", str(scaled(250, 2)))) *
 """Size of the generated file (GW_BENCH_OFFLINE_MB shrinks it for a quick trial run)."""
 TEMPLATE_TURNS = 40
 SLICE_LINES = scaled(6_000, 200)
-HEAVY_LINES = scaled(60, 12)
+HEAVY_TURNS = scaled(120, 24)
+"""Turns of the CPU-heavy slice: generated with distinct texts (`_template(distinct=True)`),
+since the process-wide embedding cache makes a repeated text free."""
 """About 140 turns: a run of several seconds, so worker start-up (model load) does not dominate."""
 HEAVY = {"quote_verification": {"cosine": "always"}}
 """quote_verification with its default sentence embedder on every quote: CPU-heavy per turn.
@@ -64,8 +66,10 @@ def _rss_mb() -> float:
         return int(file.read().split()[1]) * _PAGE / 2**20
 
 
-def _template(folder: Path) -> list[str]:
-    """OTLP/JSON lines of TEMPLATE_TURNS realistic turns, 7 spans a line (traces split)."""
+def _template(folder: Path, turns: int = TEMPLATE_TURNS, *, distinct: bool = False) -> list[str]:
+    """OTLP/JSON lines of `turns` realistic turns, 7 spans a line (traces split). `distinct`:
+    each turn's first quote names its own tower (in the quote and in its documents), so the
+    texts an embedder sees differ from turn to turn, as in real traces."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -79,12 +83,13 @@ def _template(folder: Path) -> list[str]:
         "The committee reviewed the quarterly figures and noted that revenue grew in every "
         "region, while costs for shipping and storage rose more slowly than expected. "
     )
-    for index in range(TEMPLATE_TURNS):
+    for index in range(turns):
+        tower = f"The tower {index}" if distinct else "The tower"
         docs = [
-            f"Document {d} for turn {index}. {filler * 3}The tower is 330 metres tall. {filler}"
+            f"Document {d} for turn {index}. {filler * 3}{tower} is 330 metres tall. {filler}"
             for d in range(4)
         ]
-        quote = "The tower is 330 metres tall" if index % 3 else "The tower is 500 metres wide"
+        quote = f"{tower} is 330 metres tall" if index % 3 else f"{tower} is 500 metres wide"
         answer = f'According to the report, "{quote}" and "revenue grew in every region".'
         query = f"What do the documents say about the tower? ({index})"
         with tracer.start_as_current_span(
@@ -294,7 +299,9 @@ def _scoring(slice_path: Path) -> dict[str, Any]:
         "turns_per_s": len(turns) / peer,
     }
     rows["workers_2_identical_output"] = same
-    heavy_path = _slice(slice_path, slice_path.with_name("heavy.jsonl"), HEAVY_LINES)
+    heavy_path = slice_path.with_name("heavy.jsonl")
+    heavy_lines = _template(slice_path.parent, HEAVY_TURNS, distinct=True)
+    heavy_path.write_text("\n".join(heavy_lines) + "\n", encoding="utf-8")
     for workers in (1, 2):
         out = heavy_path.with_suffix(f".w{workers}.jsonl")
         summary = rescore(heavy_path, HEAVY, out, workers=workers, chunk_size=4)
@@ -712,14 +719,11 @@ written to .jsonl:
 | `rescore --workers 2` | {w2["turns_per_s"]:,.0f} | {s["speedup_2_over_1"]:.2f} |
 | peer: `evaluate_many` on turns in memory | {peer_row} |
 
-With `quote_verification` and its default sentence embedder on every quote (`cosine="always"`;
-a slice of {h1["turns"]} turns, 4 per chunk): {h1["turns_per_s"]:.2f} turns/s with 1 worker,
-{h2["turns_per_s"]:.2f} with 2 ({s["heavy_speedup_2_over_1"]:.2f}x). This no longer measures a
-CPU-heavy evaluator: the generated turns repeat a 40-turn template whose quotes and passages
-recur, and the process-wide embedding cache (`groundwire.embeddings.EMBEDDING_CACHE`) embeds each
-distinct text once per process, so the slice costs each worker its model load and a few dozen
-embeddings; a second worker loads the model again and embeds the same texts again. Real traces,
-whose texts rarely repeat, pay the embedder on every new text.
+With a CPU-heavy evaluator, `quote_verification` with its default sentence embedder on every
+quote (`cosine="always"`; {h1["turns"]} turns generated with texts that differ from turn to turn,
+as real traces' do, since the process-wide embedding cache makes a repeated text free; 4 turns
+per chunk): {h1["turns_per_s"]:.2f} turns/s with 1 worker, {h2["turns_per_s"]:.2f} with 2: a
+speed-up of {s["heavy_speedup_2_over_1"]:.2f}.
 
 Output with 2 workers identical to 1 worker: {s["workers_2_identical_output"]}. 1-minute load
 average {load:.1f} at the end of the run, {start:.1f} at its start ({_load_words(start)}); the
