@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,24 +158,14 @@ async def probe_and_feed(
                 if await post(body):
                     accepted_spans += 1
 
-        async def one(body: bytes) -> None:
+        def fed(ok: bool) -> None:
             nonlocal accepted_spans, turns
-            if await post(body):
+            if ok:
                 accepted_spans += 3 * TRACES_PER_REQUEST
                 turns += TRACES_PER_REQUEST
 
-        async def feeder() -> None:
-            start = time.monotonic()
-            tasks = []
-            per_s = feed_rate / TRACES_PER_REQUEST
-            for index, body in enumerate(rag):
-                delay = start + index / per_s - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                tasks.append(asyncio.create_task(one(body)))
-            await asyncio.gather(*tasks)
-
-        await asyncio.gather(probe(), *([feeder()] if feed_rate else []))
+        feeder = [_post_paced(session, url, rag, feed_rate, fed)] if feed_rate else []
+        await asyncio.gather(probe(), *feeder)
     return sent, accepted_spans, turns
 
 
@@ -210,23 +201,35 @@ async def paced(url: str, rate: float, seconds: float) -> int:
 
     rag = rag_requests(int(rate * seconds), seed=int(rate))
     ok = 0
+
+    def answered(status_ok: bool) -> None:
+        nonlocal ok
+        ok += status_ok * TRACES_PER_REQUEST
+
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-
-        async def one(body: bytes) -> None:
-            nonlocal ok
-            async with session.post(
-                url + "/v1/traces", data=body, headers={"Content-Type": PROTOBUF}
-            ) as response:
-                await response.read()
-                ok += (response.status == 200) * TRACES_PER_REQUEST
-
-        start = time.monotonic()
-        tasks = []
-        per_s = rate / TRACES_PER_REQUEST
-        for index, body in enumerate(rag):
-            delay = start + index / per_s - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(body)))
-        await asyncio.gather(*tasks)
+        await _post_paced(session, url, rag, rate, answered)
     return ok
+
+
+async def _post_paced(
+    session: Any, url: str, bodies: list[bytes], rate: float, answered: Callable[[bool], None]
+) -> None:
+    """Post `bodies` (TRACES_PER_REQUEST traces each) at `rate` traces per second, each on time
+    whether or not the earlier ones were answered; `answered(ok)` for each reply."""
+    start = time.monotonic()
+    per_s = rate / TRACES_PER_REQUEST
+
+    async def one(body: bytes) -> None:
+        async with session.post(
+            url + "/v1/traces", data=body, headers={"Content-Type": PROTOBUF}
+        ) as response:
+            await response.read()
+            answered(response.status == 200)
+
+    tasks = []
+    for index, body in enumerate(bodies):
+        delay = start + index / per_s - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(body)))
+    await asyncio.gather(*tasks)
