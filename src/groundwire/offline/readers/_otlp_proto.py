@@ -25,35 +25,45 @@ from groundwire.offline.readers._frames import Cut, Gap, frames
 from groundwire.offline.readers._otlp_logs import logs_from_message
 from groundwire.offline.readers._source import SourceFile
 
-__all__ = ["Decoded", "decode_message", "read_otlp_proto", "spans_from_message"]
+__all__ = [
+    "Decoded",
+    "decode_message",
+    "proto_attributes",
+    "proto_value",
+    "read_otlp_proto",
+    "spans_from_message",
+]
 
 _STATUS: Final = ("UNSET", "OK", "ERROR")
 _HAS_IS_REMOTE: Final = 0x100
 _IS_REMOTE: Final = 0x200
 
 
-def _value(value: Any) -> Any:
-    """A protobuf `AnyValue` as a Python value."""
+def proto_value(value: Any) -> Any:
+    """A protobuf `AnyValue` as a Python value (arrays as tuples, kvlists as dicts).
+
+    Shared with `groundwire.testing`'s receivers, which decode what they receive the same way.
+    """
     kind = value.WhichOneof("value")
     if kind is None:
         return None
     if kind == "array_value":
-        return tuple(_value(item) for item in value.array_value.values)
+        return tuple(proto_value(item) for item in value.array_value.values)
     if kind == "kvlist_value":
-        return _attributes(value.kvlist_value.values)
+        return proto_attributes(value.kvlist_value.values)
     return getattr(value, kind)
 
 
-def _attributes(pairs: Any) -> dict[str, Any]:
-    """Protobuf `KeyValue`s as a dict."""
-    return {pair.key: _value(pair.value) for pair in pairs}
+def proto_attributes(pairs: Any) -> dict[str, Any]:
+    """Protobuf `KeyValue`s (attributes) as a dict."""
+    return {pair.key: proto_value(pair.value) for pair in pairs}
 
 
 def spans_from_message(message: Any) -> list[SpanRecord]:
     """The spans of one decoded `TracesData` / `ExportTraceServiceRequest`."""
     records: list[SpanRecord] = []
     for group in message.resource_spans:
-        resource = MappingProxyType(_attributes(group.resource.attributes))
+        resource = MappingProxyType(proto_attributes(group.resource.attributes))
         for scope_spans in group.scope_spans:
             scope = scope_spans.scope.name or None
             for span in scope_spans.spans:
@@ -67,7 +77,7 @@ def spans_from_message(message: Any) -> list[SpanRecord]:
                         name=span.name,
                         start_time_ns=span.start_time_unix_nano,
                         end_time_ns=span.end_time_unix_nano or None,
-                        attributes=MappingProxyType(_attributes(span.attributes)),
+                        attributes=MappingProxyType(proto_attributes(span.attributes)),
                         status_code=_STATUS[code] if 0 <= code < len(_STATUS) else "UNSET",
                         resource=resource,
                         parent_is_remote=bool(flags & _HAS_IS_REMOTE and flags & _IS_REMOTE),
