@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from groundwire.offline.readers import proto_attributes, proto_value
+from groundwire._otlp_any import proto_attributes, proto_value
 
 __all__ = [
     "ReceivedEvent",

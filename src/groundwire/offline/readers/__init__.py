@@ -38,12 +38,7 @@ from groundwire.offline.readers._detect import (
 )
 from groundwire.offline.readers._jaeger import read_jaeger, spans_from_jaeger_trace
 from groundwire.offline.readers._otlp_json import read_otlp_json, spans_from_request
-from groundwire.offline.readers._otlp_proto import (
-    proto_attributes,
-    proto_value,
-    read_otlp_proto,
-    spans_from_message,
-)
+from groundwire.offline.readers._otlp_proto import read_otlp_proto, spans_from_message
 from groundwire.offline.readers._otlp_values import any_value
 from groundwire.offline.readers._source import SourceFile, open_source
 
@@ -60,8 +55,6 @@ __all__ = [
     "any_value",
     "detect_format",
     "open_source",
-    "proto_attributes",
-    "proto_value",
     "read_file",
     "read_spans",
     "sniff_format",

@@ -19,44 +19,18 @@ from typing import Any, Final, Literal, NamedTuple
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
+from groundwire._otlp_any import proto_attributes
 from groundwire.assembly import LogRecordData, SpanRecord
 from groundwire.offline.readers._common import Problems, SpanBatch
 from groundwire.offline.readers._frames import Cut, Gap, frames
 from groundwire.offline.readers._otlp_logs import logs_from_message
 from groundwire.offline.readers._source import SourceFile
 
-__all__ = [
-    "Decoded",
-    "decode_message",
-    "proto_attributes",
-    "proto_value",
-    "read_otlp_proto",
-    "spans_from_message",
-]
+__all__ = ["Decoded", "decode_message", "read_otlp_proto", "spans_from_message"]
 
 _STATUS: Final = ("UNSET", "OK", "ERROR")
 _HAS_IS_REMOTE: Final = 0x100
 _IS_REMOTE: Final = 0x200
-
-
-def proto_value(value: Any) -> Any:
-    """A protobuf `AnyValue` as a Python value (arrays as tuples, kvlists as dicts).
-
-    Shared with `groundwire.testing`'s receivers, which decode what they receive the same way.
-    """
-    kind = value.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "array_value":
-        return tuple(proto_value(item) for item in value.array_value.values)
-    if kind == "kvlist_value":
-        return proto_attributes(value.kvlist_value.values)
-    return getattr(value, kind)
-
-
-def proto_attributes(pairs: Any) -> dict[str, Any]:
-    """Protobuf `KeyValue`s (attributes) as a dict."""
-    return {pair.key: proto_value(pair.value) for pair in pairs}
 
 
 def spans_from_message(message: Any) -> list[SpanRecord]:
