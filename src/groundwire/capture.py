@@ -11,14 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from groundwire import semconv
 from groundwire._env import env_flag, env_int
+from groundwire._lru import BoundedLru
 from groundwire._types import Context
 
 __all__ = [
@@ -178,40 +177,29 @@ class LiveContentStore:
     def __init__(self, max_spans: int = 10_000) -> None:
         if max_spans < 1:
             raise ValueError(f"max_spans must be at least 1, got {max_spans}")
-        self._max = max_spans
-        self._items: OrderedDict[SpanKey, LiveContent] = OrderedDict()
-        self._lock = threading.Lock()
+        self._items: BoundedLru[SpanKey, LiveContent] = BoundedLru(max_spans)
         self.enabled = False
 
     def put(self, key: SpanKey, content: LiveContent) -> None:
         """Keep `content` for the span `key` (no-op while disabled)."""
-        if not self.enabled:
-            return
-        with self._lock:
-            self._items[key] = content
-            self._items.move_to_end(key)
-            while len(self._items) > self._max:
-                self._items.popitem(last=False)
+        if self.enabled:
+            self._items.put(key, content)
 
     def get(self, key: SpanKey) -> LiveContent | None:
         """The content kept for `key`, if any."""
-        with self._lock:
-            return self._items.get(key)
+        return self._items.get(key)
 
     def pop(self, key: SpanKey) -> LiveContent | None:
         """Remove and return the content kept for `key`, if any."""
-        with self._lock:
-            return self._items.pop(key, None)
+        return self._items.pop(key)
 
     def clear(self) -> None:
         """Forget everything kept (for tests and shutdown)."""
-        with self._lock:
-            self._items.clear()
+        self._items.clear()
 
     def __len__(self) -> int:
         """How many spans' content is kept."""
-        with self._lock:
-            return len(self._items)
+        return len(self._items)
 
 
 LIVE_CONTENT = LiveContentStore()

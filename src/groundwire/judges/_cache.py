@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from groundwire._lru import BoundedLru
 
 __all__ = ["DiskCache", "MemoryCache", "ResponseCache", "cache_key", "default_cache_dir"]
 
@@ -49,29 +49,18 @@ class MemoryCache:
     def __init__(self, max_entries: int = 10_000) -> None:
         if max_entries < 1:
             raise ValueError(f"max_entries must be positive, got {max_entries!r}")
-        self._max = max_entries
-        self._data: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
+        self._data: BoundedLru[str, str] = BoundedLru(max_entries)
 
     def get(self, key: str) -> str | None:
         """The stored reply (marked as recently used), or None."""
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
+        return self._data.get(key, touch=True)
 
     def set(self, key: str, value: str) -> None:
         """Store a reply, evicting the least recently used beyond the bound."""
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self._max:
-                self._data.popitem(last=False)
+        self._data.put(key, value)
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._data)
+        return len(self._data)
 
 
 def default_cache_dir() -> Path:

@@ -29,22 +29,14 @@ class TraceWindow:
     def __init__(
         self, *, grace: int = 8, max_spans: int = 200_000, max_traces: int = 20_000
     ) -> None:
-        for name, value, least in (
-            ("grace", grace, 0),
-            ("max_spans", max_spans, 1),
-            ("max_traces", max_traces, 1),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"TraceWindow: {name} must be an int >= {least}, got {value!r}")
+        if isinstance(grace, bool) or not isinstance(grace, int) or grace < 0:
+            raise ValueError(f"TraceWindow: grace must be an int >= 0, got {grace!r}")
+        # The shared window checks max_spans and max_traces (its messages name them).
+        self._window = _Window(quiet=grace, max_spans=max_spans, max_traces=max_traces)
+        self._window.remember = min(max_traces, 10_000)  # released ids kept to see late spans
         self.grace = grace
         self.max_spans = max_spans
         self.max_traces = max_traces
-        self._window = _Window(
-            quiet=grace,
-            max_spans=max_spans,
-            max_traces=max_traces,
-            remember=min(max_traces, 10_000),  # released trace ids kept to recognise late spans
-        )
         self._record = 0
 
     @property

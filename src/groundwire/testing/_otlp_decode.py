@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from groundwire._otlp_any import proto_attributes, proto_value
+
 __all__ = [
     "ReceivedEvent",
     "ReceivedLink",
@@ -21,23 +23,6 @@ __all__ = [
     "decode_metric_points",
     "decode_spans",
 ]
-
-
-def _any_value(value: Any) -> Any:
-    """An OTLP AnyValue as a Python value."""
-    kind = value.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "array_value":
-        return tuple(_any_value(item) for item in value.array_value.values)
-    if kind == "kvlist_value":
-        return _attributes(value.kvlist_value.values)
-    return getattr(value, kind)
-
-
-def _attributes(pairs: Iterable[Any]) -> dict[str, Any]:
-    """OTLP key-values as a dict."""
-    return {pair.key: _any_value(pair.value) for pair in pairs}
 
 
 def _hex(raw: bytes) -> str | None:
@@ -120,14 +105,14 @@ class ReceivedLogRecord:
 
 def _link(link: Any) -> ReceivedLink:
     """A decoded span link."""
-    return ReceivedLink(link.trace_id.hex(), link.span_id.hex(), _attributes(link.attributes))
+    return ReceivedLink(link.trace_id.hex(), link.span_id.hex(), proto_attributes(link.attributes))
 
 
 def _scoped(groups: Iterable[Any], scopes: str, items: str) -> Iterator[tuple[Any, str, Any]]:
     """(resource attributes, scope name, item) of each item in a request's resource groups
     (`resource_spans`, ...), through their scope groups; one resource dict per group."""
     for group in groups:
-        resource = _attributes(group.resource.attributes)
+        resource = proto_attributes(group.resource.attributes)
         for scoped in getattr(group, scopes):
             for item in getattr(scoped, items):
                 yield resource, scoped.scope.name, item
@@ -144,9 +129,9 @@ def decode_spans(request: Any) -> list[ReceivedSpan]:
             kind=span.kind,
             start_time_unix_nano=span.start_time_unix_nano,
             end_time_unix_nano=span.end_time_unix_nano,
-            attributes=_attributes(span.attributes),
+            attributes=proto_attributes(span.attributes),
             events=tuple(
-                ReceivedEvent(e.name, _attributes(e.attributes), e.time_unix_nano)
+                ReceivedEvent(e.name, proto_attributes(e.attributes), e.time_unix_nano)
                 for e in span.events
             ),
             links=tuple(_link(link) for link in span.links),
@@ -167,8 +152,8 @@ def decode_log_records(request: Any) -> list[ReceivedLogRecord]:
             span_id=_hex(record.span_id),
             severity_number=record.severity_number,
             severity_text=record.severity_text,
-            attributes=_attributes(record.attributes),
-            body=_any_value(record.body) if record.HasField("body") else None,
+            attributes=proto_attributes(record.attributes),
+            body=proto_value(record.body) if record.HasField("body") else None,
             time_unix_nano=record.time_unix_nano,
             resource=resource,
             scope=scope,
@@ -194,7 +179,7 @@ def decode_metric_points(request: Any) -> list[ReceivedMetricPoint]:
                 points.append(
                     ReceivedMetricPoint(
                         kind=kind,
-                        attributes=_attributes(point.attributes),
+                        attributes=proto_attributes(point.attributes),
                         value=_number(point),
                         count=None,
                         sum=None,
@@ -208,7 +193,7 @@ def decode_metric_points(request: Any) -> list[ReceivedMetricPoint]:
                 points.append(
                     ReceivedMetricPoint(
                         kind=kind,
-                        attributes=_attributes(point.attributes),
+                        attributes=proto_attributes(point.attributes),
                         value=None,
                         count=point.count,
                         sum=point.sum,

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal, NamedTuple
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
+from groundwire._otlp_any import proto_attributes
 from groundwire.assembly import LogRecordData, SpanRecord
 from groundwire.offline.readers._common import Problems, SpanBatch
 from groundwire.offline.readers._frames import Cut, Gap, frames
@@ -32,28 +33,11 @@ _HAS_IS_REMOTE: Final = 0x100
 _IS_REMOTE: Final = 0x200
 
 
-def _value(value: Any) -> Any:
-    """A protobuf `AnyValue` as a Python value."""
-    kind = value.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "array_value":
-        return tuple(_value(item) for item in value.array_value.values)
-    if kind == "kvlist_value":
-        return _attributes(value.kvlist_value.values)
-    return getattr(value, kind)
-
-
-def _attributes(pairs: Any) -> dict[str, Any]:
-    """Protobuf `KeyValue`s as a dict."""
-    return {pair.key: _value(pair.value) for pair in pairs}
-
-
 def spans_from_message(message: Any) -> list[SpanRecord]:
     """The spans of one decoded `TracesData` / `ExportTraceServiceRequest`."""
     records: list[SpanRecord] = []
     for group in message.resource_spans:
-        resource = MappingProxyType(_attributes(group.resource.attributes))
+        resource = MappingProxyType(proto_attributes(group.resource.attributes))
         for scope_spans in group.scope_spans:
             scope = scope_spans.scope.name or None
             for span in scope_spans.spans:
@@ -67,7 +51,7 @@ def spans_from_message(message: Any) -> list[SpanRecord]:
                         name=span.name,
                         start_time_ns=span.start_time_unix_nano,
                         end_time_ns=span.end_time_unix_nano or None,
-                        attributes=MappingProxyType(_attributes(span.attributes)),
+                        attributes=MappingProxyType(proto_attributes(span.attributes)),
                         status_code=_STATUS[code] if 0 <= code < len(_STATUS) else "UNSET",
                         resource=resource,
                         parent_is_remote=bool(flags & _HAS_IS_REMOTE and flags & _IS_REMOTE),

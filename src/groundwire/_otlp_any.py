@@ -1,0 +1,32 @@
+"""OTLP protobuf `AnyValue`s and `KeyValue` lists as plain Python values.
+
+One decoding for every place that reads protobuf OTLP messages: the protobuf trace reader
+(`groundwire.offline.readers`) and the test receivers (`groundwire.testing`), so that a span read
+from a file and the same span received over OTLP carry equal attributes. Arrays become tuples and
+kvlists dicts, the shapes OpenTelemetry attributes take in Python. (The JSON mapping of OTLP has
+its own reader, `groundwire.offline.readers.any_value`.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["proto_attributes", "proto_value"]
+
+
+def proto_value(value: Any) -> Any:
+    """A protobuf `AnyValue` as a Python value (None when unset)."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return tuple(proto_value(item) for item in value.array_value.values)
+    if kind == "kvlist_value":
+        return proto_attributes(value.kvlist_value.values)
+    return getattr(value, kind)
+
+
+def proto_attributes(pairs: Iterable[Any]) -> dict[str, Any]:
+    """Protobuf `KeyValue`s (attributes) as a dict."""
+    return {pair.key: proto_value(pair.value) for pair in pairs}
