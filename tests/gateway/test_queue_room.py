@@ -102,6 +102,28 @@ def test_a_short_disk_is_low_and_checkpoints_at_most_once_a_second(tmp_path: Pat
     db.close()
 
 
+def test_exactly_the_room_needed_is_not_low(tmp_path: Path) -> None:
+    """Free space equal to what is needed is enough: a database that cannot say what it reuses
+    counts the reserve as free, and with nothing held that is exactly what is needed."""
+    db = connect(tmp_path / DB_NAME, fsync=False)
+    db.close()
+    assert DiskRoom(tmp_path, _HUGE).low(db, 0, 0) is False
+
+
+def test_a_disk_with_exactly_what_is_needed_answers_alone(tmp_path: Path) -> None:
+    """The disk's free space equal to what is needed: the disk alone answers (a closed database
+    is not asked, so the answer is not the reserve)."""
+    db = connect(tmp_path / DB_NAME, fsync=False)
+    db.close()
+    room = DiskRoom(tmp_path, 12345)
+    for _ in range(50):  # other writers on this disk may change its free space meanwhile
+        before = _disk_free(tmp_path)
+        free = room._free(db, before)
+        if _disk_free(tmp_path) == before:
+            break
+    assert free == before
+
+
 def test_a_checkpoint_that_fails_answers_low(tmp_path: Path) -> None:
     """A database that cannot checkpoint (closed) while the disk is short: low (the reserve
     counts as free when the database cannot say, short of the page the held request needs)."""

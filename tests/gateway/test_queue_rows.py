@@ -9,6 +9,7 @@ import re
 import sqlite3
 import threading
 import zlib
+from itertools import islice
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,21 @@ def test_the_connection_is_wal_with_the_durability_asked_for(
     db.close()
 
 
+@pytest.mark.parametrize(
+    ("count", "sizes"),
+    [(68, [64, 4]), (67, [64, 2, 1]), (4, [4]), (3, [2, 1]), (2, [2]), (1, [1]), (0, [])],
+)
+def test_each_chunk_is_the_largest_power_of_two_that_fits_what_is_left(
+    count: int, sizes: list[int]
+) -> None:
+    """The chunks of `count` items, read at most six deep (a chunking that never ends fails
+    here rather than hanging), cover the items once, in order."""
+    items = list(range(count))
+    chunks = list(islice(chunked(items, lambda item: (item,)), 6))
+    assert [size for size, _ in chunks] == sizes
+    assert [value for _, values in chunks for value in values] == items
+
+
 def test_chunks_are_powers_of_two_up_to_64_in_order() -> None:
     """`chunked` cuts 71 items into statements of 64, 4, 2 and 1 rows, 100 into 64, 32, 4, and
     joins each chunk's bound values in the items' order."""
@@ -114,6 +130,17 @@ def test_a_row_reads_back_only_whole(tmp_path: Path) -> None:
     assert read_row(db, good) is None  # a closed connection: sqlite3.Error, not a traceback
 
 
+def test_a_row_keeps_its_body_beside_a_small_checksum(tmp_path: Path) -> None:
+    """The body read back is the body column, whatever the CRC-32 beside it ("b288881" has a
+    CRC-32 of 4084, small enough that mistaking one for the other shows at once)."""
+    body = b"b288881"
+    assert zlib.crc32(body) == 4084
+    db = connect(tmp_path / DB_NAME, fsync=False)
+    row = read_row(db, _insert(db, body))
+    assert row is not None and (row[4], row[5]) == (body, 4084)
+    db.close()
+
+
 def _damaged_queue(directory: Path) -> Path:
     """A queue database holding three good rows around one whose body no longer matches."""
     path = directory / DB_NAME
@@ -157,6 +184,29 @@ def test_salvage_moves_the_file_aside_and_keeps_every_whole_row_in_order(
         f"the forward queue {path} is damaged (bad page); moved to {base}, reading back what it can"
     )
     assert messages[1] == "kept 3 requests from the damaged queue; 1 unreadable"
+
+
+def test_salvage_moves_every_file_of_the_database_before_opening_the_new_one(
+    tmp_path: Path,
+) -> None:
+    """When `connect` opens the new database, nothing of the damaged one (the file, its log,
+    its shared memory) is left at the queue's path; every unreadable row is counted."""
+    path = _damaged_queue(tmp_path)
+    db = connect(path, fsync=False)
+    _insert(db, b"damaged too", crc=2)
+    db.close()
+    Path(str(path) + "-wal").write_bytes(b"")
+    Path(str(path) + "-shm").write_bytes(b"")
+    left: list[str] = []
+
+    def reopen() -> sqlite3.Connection:
+        left.extend(p.name for p in tmp_path.iterdir() if ".damaged-" not in p.name)
+        return connect(path, fsync=False)
+
+    db, kept, unreadable = salvage(path, ValueError("bad page"), reopen)
+    db.close()
+    assert left == []
+    assert (kept[0], unreadable) == (3, 2)
 
 
 def test_salvage_of_a_file_that_is_no_database_keeps_nothing_and_counts_it(
