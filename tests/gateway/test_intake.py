@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from tests.gateway.conftest import RawDownstream
 
@@ -215,3 +216,55 @@ def test_without_a_queue_traces_are_fed_to_the_scorer(stopped_scorer: ScoringPro
     assert asyncio.run(intake.accept(_TRACES, _traces("a", "b"), CONTENT_PROTOBUF)) is None
     assert stopped_scorer._metrics.count("not_scored:shutdown") == before + 2
     assert intake.forwarder.buffered_requests == 1
+
+
+def test_a_request_that_fills_the_empty_buffer_exactly_is_taken() -> None:
+    """Without a persistent queue nothing else counts against the bound: a request of exactly
+    the buffer's size is accepted."""
+    body = _traces("exact")
+    intake = _intake("http://127.0.0.1:9", max_request_bytes=len(body), buffer_max_bytes=len(body))
+    assert asyncio.run(intake.accept(_TRACES, body, CONTENT_PROTOBUF)) is None
+    assert intake.forwarder.buffered_bytes == len(body)
+
+
+def test_only_a_json_request_keeps_its_decoded_message_for_later(
+    stopped_scorer: ScoringProcess,
+) -> None:
+    """A protobuf request is buffered as its bytes alone; a JSON one keeps its decoded message,
+    from which scoring (or a gRPC downstream) gets protobuf without decoding it again."""
+    intake = _intake("http://127.0.0.1:9", scorer=stopped_scorer)
+    json_body = b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "a"}]}]}]}'
+    before = stopped_scorer._metrics.count("not_scored:shutdown")
+    assert asyncio.run(intake.accept(_TRACES, _traces("p"), CONTENT_PROTOBUF)) is None
+    assert asyncio.run(intake.accept(_TRACES, json_body, CONTENT_JSON)) is None
+    assert stopped_scorer._metrics.count("not_scored:shutdown") == before + 2
+    protobuf, json_batch = intake.forwarder._queue
+    assert protobuf.message is None and protobuf.encoded is None
+    assert json_batch.protobuf() == _traces("a")
+
+
+def _logs(records: int) -> bytes:
+    """A protobuf logs request of `records` log records."""
+    message = logs_service_pb2.ExportLogsServiceRequest()
+    scope = message.resource_logs.add().scope_logs.add()
+    for _ in range(records):
+        scope.log_records.add()
+    return message.SerializeToString()
+
+
+def test_only_traces_with_spans_are_fed_to_the_scorer_one_span_is_enough(
+    tmp_path: Path, stopped_scorer: ScoringProcess
+) -> None:
+    """A traces request of one span is fed to the scorer; a logs request of two records is not
+    (the stopped scorer counts what it was fed); each row keeps the body that arrived."""
+    queue = DiskQueue(tmp_path, fsync=False)
+    before = stopped_scorer._metrics.count("not_scored:shutdown")
+    intake = _intake("http://127.0.0.1:9", queue=queue, scorer=stopped_scorer)
+    assert asyncio.run(intake.accept(_TRACES, _traces("one"), CONTENT_PROTOBUF)) is None
+    assert asyncio.run(intake.accept(SIGNALS["logs"], _logs(2), CONTENT_PROTOBUF)) is None
+    assert stopped_scorer._metrics.count("not_scored:shutdown") == before + 1
+    queue.sync()
+    with sqlite3.connect(tmp_path / "queue.sqlite3") as db:
+        bodies = [row[0] for row in db.execute("SELECT body FROM requests ORDER BY seq")]
+    assert bodies == [_traces("one"), _logs(2)]
+    queue.close()

@@ -185,6 +185,26 @@ def test_results_from_another_thread_are_handed_on_on_the_loop(downstream: RawDo
     assert forwarder.buffered_requests == 2
 
 
+def test_results_committed_to_the_queue_are_delivered_counted_and_released(
+    tmp_path: Path, downstream: RawDownstream
+) -> None:
+    """Results stored in the queue and handed on: each reaches the downstream at its signal's
+    path, is counted as forwarded by its items, and delivery releases its own row."""
+    queue = DiskQueue(tmp_path, fsync=False)
+    seqs = queue.scored([], ["ab" * 16], _results()).result(timeout=10)
+    queue.sync()
+    assert queue.held_records == 2
+    metrics = GatewayMetrics(None)
+    forwarder = _forwarder(downstream.endpoint, metrics, queue)
+    forward_results(None, forwarder, _results(), seqs)
+    _send_all(forwarder)
+    assert [r.path for r in downstream.requests] == ["/v1/traces", "/v1/logs"]
+    assert metrics.snapshot() == {"forwarded:traces": 1, "forwarded:logs": 2}
+    queue.sync()
+    assert queue.held_records == 0
+    queue.close()
+
+
 def test_results_and_rows_must_pair_up() -> None:
     """Each result needs its row: a count that differs is a programming error, not a loss."""
     forwarder = _forwarder("http://127.0.0.1:9", GatewayMetrics(None), None)

@@ -146,3 +146,15 @@ def test_unknown_json_fields_are_ignored() -> None:
     """Fields a newer OTLP adds (unknown here) do not refuse the request."""
     body = _json({"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "op", "newField": 1}]}]}]})
     assert SIGNALS["traces"].count(decode(SIGNALS["traces"], body, CONTENT_JSON)) == 1
+
+
+def test_a_parse_error_keeps_only_its_first_line() -> None:
+    """A value holding line breaks (echoed by protobuf's float parser) is cut at the first one:
+    the message stays one line and shows nothing after it."""
+    point = {"asDouble": "x\ny\nz"}
+    metric = {"name": "g", "gauge": {"dataPoints": [point]}}
+    body = _json({"resourceMetrics": [{"scopeMetrics": [{"metrics": [metric]}]}]})
+    with pytest.raises(MalformedRequestError) as raised:
+        decode(SIGNALS["metrics"], body, CONTENT_JSON)
+    assert str(raised.value).startswith("not a valid OTLP/JSON metrics request: ")
+    assert str(raised.value).endswith("Couldn't parse float: x")
