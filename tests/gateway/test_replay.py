@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from tests.gateway._traces import new_trace_id, openinference_rag_trace, request
 from tests.gateway.conftest import RawDownstream
 
 from groundwire.gateway import GatewayConfig, load_config
@@ -23,6 +24,7 @@ from groundwire.gateway._replay import forward_results, replay, summary_loop, su
 from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._signals import CONTENT_JSON, CONTENT_PROTOBUF
 from groundwire.gateway._transport import HttpTransport
+from groundwire.gateway._worker import ScoringProcess
 
 
 def _config(endpoint: str) -> GatewayConfig:
@@ -110,6 +112,71 @@ def test_replay_forwards_what_was_left_in_order_and_skips_what_cannot_be_read(
     queue.sync()
     assert queue.held_records == 0  # delivered, damaged or not to be scored: all released
     queue.close()
+
+
+def test_each_request_read_back_is_buffered_as_it_was_stored(tmp_path: Path) -> None:
+    """The batches handed to the forwarder carry their signal, content type, item count, row
+    and body as stored; a JSON one also its decoded message (for a gRPC downstream)."""
+    queue = DiskQueue(tmp_path, fsync=False)
+    json_body = b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{}, {}]}]}]}'
+    seqs = _store(
+        queue,
+        [
+            ("traces", CONTENT_PROTOBUF, 1, _traces("first"), False),
+            ("logs", CONTENT_JSON, 2, json_body, False),
+        ],
+    )
+    metrics = GatewayMetrics(None)
+    forwarder = _forwarder("http://127.0.0.1:9", metrics, queue)
+    assert replay(queue, forwarder, None, metrics) == 2
+    first, second = forwarder._queue
+    assert (first.signal.name, first.content_type, first.items, first.seqs, first.body) == (
+        "traces", CONTENT_PROTOBUF, 1, (seqs[0],), _traces("first"))  # fmt: skip
+    assert (second.signal.name, second.content_type, second.items, second.seqs) == (
+        "logs", CONTENT_JSON, 2, (seqs[1],))  # fmt: skip
+    assert second.message is not None and len(second.protobuf()) > 0
+    queue.close()
+
+
+def test_a_request_left_unscored_is_fed_to_a_live_scorer_which_reports_its_row(
+    tmp_path: Path, downstream: RawDownstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A traces request delivered but not scored by the earlier run goes to a real scoring
+    process (counted "to score" in the log line), which scores it and reports its row done
+    and its trace scored."""
+    queue = DiskQueue(tmp_path, fsync=False)
+    trace_id = new_trace_id()
+    seqs = _store(queue, [("traces", CONTENT_JSON, 3, request(openinference_rag_trace(trace_id)),
+                           True)])  # fmt: skip
+    queue.done(seqs)
+    queue.sync()
+    flags = {"evaluators": "quoted_spans", "quiet_period_s": 0.1, "max_wait_s": 1}
+    config = load_config(flags={"forward": downstream.endpoint, **flags}, environ={})
+    metrics = GatewayMetrics(None)
+    reports: list[tuple[object, ...]] = []
+    scorer = ScoringProcess(config, metrics, on_scored=lambda *report: reports.append(report))
+    caplog.set_level(logging.WARNING, logger="groundwire.gateway")
+    try:
+        assert replay(queue, _forwarder(config.forward, metrics, queue), scorer, metrics) == 1
+        assert (
+            caplog.records[-1]
+            .getMessage()
+            .endswith(
+                "replaying 1 requests left by an earlier run (0 to forward, 1 to score); 0 damaged "
+                "records skipped"
+            )
+        )
+        deadline = time.monotonic() + 60
+        while not any(report[1] for report in reports) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        scorer.shutdown(10.0)
+        queue.close()
+    done = [seq for report in reports for seq in report[0]]
+    scored = [trace for report in reports for trace in report[1]]
+    assert done == seqs
+    assert scored == [trace_id]
+    assert metrics.count("not_scored:scoring_queue_full") == 0
 
 
 def test_an_empty_queue_replays_nothing_and_logs_nothing(
