@@ -4,8 +4,10 @@ the scoring lag, and what the scoring process's counts become in the parent (`ab
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -256,3 +258,31 @@ def test_absorb_counts_evicted_traces_by_their_growth() -> None:
     metrics = GatewayMetrics(None)
     metrics.absorb({"evicted_traces": 1}, {"evicted_traces": 4}, [])
     assert metrics.snapshot() == {"evicted_traces": 3}
+
+
+def test_the_instruments_are_under_the_gateways_scope_by_default() -> None:
+    """Without a scope given, the instruments live under `groundwire.gateway`."""
+    reader = InMemoryMetricReader()
+    GatewayMetrics(MeterProvider(metric_readers=[reader])).received("traces", 1)
+    assert {m["scope"] for m in _collect(reader).values()} == {("groundwire.gateway", __version__)}
+
+
+def test_a_gauge_not_watched_reports_nothing_without_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Collecting a gauge nobody watches is quiet: no observation and no failed-callback line."""
+    metrics, reader = _metrics()
+    metrics.received("traces", 1)
+    caplog.set_level(logging.WARNING)
+    got = _collect(reader)
+    assert semconv.METRIC_GATEWAY_QUEUE_SIZE not in got
+    assert semconv.METRIC_GATEWAY_RECEIVED in got
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_absorb_counts_a_growth_of_one_and_keeps_a_reason_with_colons() -> None:
+    """A count grown by exactly one is recorded; a not-scored reason is everything after the
+    first colon of its key."""
+    metrics = GatewayMetrics(None)
+    metrics.absorb({"late_spans": 4}, {"late_spans": 5, "not_scored:odd:reason": 2}, [])
+    assert metrics.snapshot() == {"late_spans": 1, "not_scored:odd:reason": 2}

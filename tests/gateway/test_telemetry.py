@@ -82,6 +82,7 @@ def test_providers_for_a_service_carry_its_name_and_are_made_once(providers: Pro
         resource: Resource = provider.resource
         assert resource.attributes[semconv.SERVICE_NAME] == "app-a"
     assert made.meter_provider is not providers.meter_provider
+    assert made.meter_provider in providers.otlp.meter_providers
     other = providers.for_service("app-b")
     assert other.tracer_provider is not made.tracer_provider
     assert set(providers.services) == {"app-a", "app-b"}
