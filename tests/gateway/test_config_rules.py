@@ -4,13 +4,14 @@ layering and the CLI's exit code are in test_config.py)."""
 
 from __future__ import annotations
 
+from dataclasses import MISSING
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from groundwire.gateway import ConfigError, GatewayConfig, load_config
-from groundwire.gateway._config import parse_hostport
+from groundwire.gateway._config import _option, parse_hostport
 
 _FORWARD = "http://collector:4318"
 
@@ -315,4 +316,39 @@ def test_the_missing_downstream_names_every_way_to_give_it() -> None:
     assert str(raised.value) == (
         "forward: the downstream endpoint is required (--forward, the config file's 'forward' "
         "key or GROUNDWIRE_GATEWAY_FORWARD)"
+    )
+
+
+def test_a_negative_whole_number_is_read_and_then_refused_by_its_range() -> None:
+    """'-3' reads as the number -3 (so the range check, not the parser, refuses it)."""
+    assert _error(senders="-3") == "senders: must be at least 1, got -3"
+    assert _error(senders=" -3 ") == "senders: must be at least 1, got -3"
+
+
+def test_yaml_that_cannot_even_be_scanned_names_the_file_and_says_so(tmp_path: Path) -> None:
+    """A character YAML does not accept (no line to point at): the file and 'not valid YAML';
+    a syntax error: the file, the line and the parser's own words."""
+    control = tmp_path / "control.yaml"
+    control.write_text("forward: \x01\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(path=control, environ={})
+    assert str(raised.value) == f"{control}: not valid YAML"
+    quote = tmp_path / "quote.yaml"
+    quote.write_text("forward: 'unterminated\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(path=quote, environ={})
+    assert str(raised.value) == f"{quote}:2: found unexpected end of stream"
+
+
+def test_an_option_field_carries_its_default_kind_and_meaning() -> None:
+    """`_option` makes a dataclass field with the default (a fresh dict for a mapping) and the
+    parser kind and one-line meaning that errors and docs read."""
+    plain = _option(4, "int", "senders")
+    assert (plain.default, plain.default_factory) == (4, MISSING)
+    assert dict(plain.metadata) == {"kind": "int", "doc": "senders"}
+    mapping = _option({}, "headers", "headers sent downstream")
+    assert (mapping.default, mapping.default_factory) == (MISSING, dict)
+    assert dict(mapping.metadata) == {"kind": "headers", "doc": "headers sent downstream"}
+    assert GatewayConfig.__dataclass_fields__["senders"].metadata["doc"] == (
+        "downstream requests in flight at once"
     )
