@@ -268,3 +268,18 @@ def test_only_traces_with_spans_are_fed_to_the_scorer_one_span_is_enough(
         bodies = [row[0] for row in db.execute("SELECT body FROM requests ORDER BY seq")]
     assert bodies == [_traces("one"), _logs(2)]
     queue.close()
+
+
+def test_a_stored_request_is_answered_within_its_commit(tmp_path: Path) -> None:
+    """With a persistent queue the answer comes once the row is committed, in well under a
+    few seconds (a commit that never answers would hold the client forever)."""
+    queue = DiskQueue(tmp_path, fsync=False)
+    intake = _intake("http://127.0.0.1:9", queue=queue)
+
+    async def accept() -> Refusal | None:
+        return await asyncio.wait_for(intake.accept(_TRACES, _traces("a"), CONTENT_PROTOBUF), 2)
+
+    assert asyncio.run(accept()) is None
+    queue.sync()
+    assert queue.held_records == 1 and queue.held_bytes == len(_traces("a"))
+    queue.close()

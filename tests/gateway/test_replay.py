@@ -272,6 +272,15 @@ def test_results_committed_to_the_queue_are_delivered_counted_and_released(
     queue.close()
 
 
+def test_results_handed_on_are_batches_of_their_signal_items_and_row() -> None:
+    """Each result becomes a protobuf batch of its own signal, item count and row, read at once
+    from the buffer (nothing sent)."""
+    forwarder = _forwarder("http://127.0.0.1:9", GatewayMetrics(None), None)
+    forward_results(None, forwarder, _results(), [7, 8])
+    got = [(b.signal.name, b.content_type, b.items, b.seqs) for b in forwarder._queue]
+    assert got == [("traces", CONTENT_PROTOBUF, 1, (7,)), ("logs", CONTENT_PROTOBUF, 2, (8,))]
+
+
 def test_results_and_rows_must_pair_up() -> None:
     """Each result needs its row: a count that differs is a programming error, not a loss."""
     forwarder = _forwarder("http://127.0.0.1:9", GatewayMetrics(None), None)
