@@ -4,6 +4,8 @@ spans, and the capturing exporters keep, never send, and close as no-ops."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from opentelemetry.context import Context
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
@@ -118,4 +120,13 @@ def test_the_capturing_exporters_keep_and_close_as_no_ops() -> None:
         assert exporter.force_flush() is True
         assert exporter.force_flush(1) is True
         assert exporter.shutdown() is None
+    assert capture.held == 1
+
+
+def test_a_log_record_without_a_trace_id_field_waits_for_the_next_report() -> None:
+    """A record whose log record has no `trace_id` at all (an older SDK's shape) is kept for the
+    next report rather than failing the export."""
+    capture = ResultCapture()
+    record = SimpleNamespace(log_record=SimpleNamespace(body="no trace field"))
+    assert capture.log_exporter.export([record]).name == "SUCCESS"
     assert capture.held == 1

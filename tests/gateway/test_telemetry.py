@@ -148,3 +148,13 @@ def test_without_the_prometheus_extra_metrics_still_flow_by_otlp(
     assert [r.getMessage() for r in caplog.records if r.name == "groundwire.gateway"] == [
         "prometheus extra not installed: /metrics is off (OTLP metrics still flow)"
     ]
+
+
+def test_prometheus_is_asked_for_by_default() -> None:
+    """Without saying, the providers include the Prometheus reader (when installed)."""
+    pytest.importorskip("opentelemetry.exporter.prometheus")
+    made = build_providers(_config())
+    try:
+        assert made.prometheus is True
+    finally:
+        made.shutdown(0.5)
