@@ -352,3 +352,25 @@ def test_an_option_field_carries_its_default_kind_and_meaning() -> None:
     assert GatewayConfig.__dataclass_fields__["senders"].metadata["doc"] == (
         "downstream requests in flight at once"
     )
+
+
+def test_only_brackets_are_taken_off_a_host() -> None:
+    """A host made of other characters keeps them all (only IPv6's brackets are stripped)."""
+    assert parse_hostport("XX:1") == ("XX", 1)
+
+
+def test_the_variables_of_the_process_are_read_when_none_are_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without `environ`, the process's own `GROUNDWIRE_GATEWAY_*` variables are read."""
+    monkeypatch.setenv("GROUNDWIRE_GATEWAY_FORWARD", "http://from-env:4318")
+    monkeypatch.delenv("GROUNDWIRE_GATEWAY_CONFIG", raising=False)
+    assert load_config().forward == "http://from-env:4318"
+
+
+def test_a_downstream_url_that_cannot_be_split_is_a_config_error() -> None:
+    """A URL the standard library cannot even split (an unclosed IPv6 bracket) is a ConfigError
+    with its reason, not a traceback."""
+    with pytest.raises(ConfigError) as raised:
+        load_config(flags={"forward": "http://[::1"}, environ={})
+    assert str(raised.value) == "Invalid IPv6 URL"
