@@ -374,3 +374,10 @@ def test_a_downstream_url_that_cannot_be_split_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as raised:
         load_config(flags={"forward": "http://[::1"}, environ={})
     assert str(raised.value) == "Invalid IPv6 URL"
+
+
+def test_only_a_leading_minus_sign_is_allowed_before_the_digits() -> None:
+    """A whole number with any other character before its digits is refused by the parser,
+    with its own message (not Python's)."""
+    assert _error(senders="X3") == "--senders: expected a whole number, got 'X3'"
+    assert _error(senders="--3") == "--senders: expected a whole number, got '--3'"
