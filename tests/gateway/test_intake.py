@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from tests.gateway._traces import new_trace_id, openinference_rag_trace, request
 from tests.gateway.conftest import RawDownstream
 
 from groundwire.gateway import GatewayConfig, load_config
@@ -283,3 +284,28 @@ def test_a_stored_request_is_answered_within_its_commit(tmp_path: Path) -> None:
     queue.sync()
     assert queue.held_records == 1 and queue.held_bytes == len(_traces("a"))
     queue.close()
+
+
+def test_a_live_scorer_gets_the_request_and_its_row_and_reports_both(
+    tmp_path: Path, downstream: RawDownstream
+) -> None:
+    """With a running scoring process, an accepted traces request reaches it as protobuf with
+    its row: the process scores the trace and reports that row done and the trace scored."""
+    queue = DiskQueue(tmp_path, fsync=False)
+    flags = {"evaluators": "quoted_spans", "quiet_period_s": 0.1, "max_wait_s": 1}
+    config = _config(downstream.endpoint, **flags)
+    reports: list[tuple[Any, ...]] = []
+    scorer = ScoringProcess(config, GatewayMetrics(None), on_scored=lambda *r: reports.append(r))
+    trace_id = new_trace_id()
+    intake = _intake(downstream.endpoint, queue=queue, scorer=scorer)
+    try:
+        body = request(openinference_rag_trace(trace_id))
+        assert asyncio.run(intake.accept(_TRACES, body, CONTENT_JSON)) is None
+        deadline = time.monotonic() + 20
+        while not any(report[1] for report in reports) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        scorer.shutdown(10.0)
+        queue.close()
+    assert [seq for report in reports for seq in report[0]] == [1]
+    assert [trace for report in reports for trace in report[1]] == [trace_id]
