@@ -55,7 +55,7 @@ def _as_int(value: Any) -> int:
         raise ValueError("expected a whole number")
     if isinstance(value, str):
         value = value.strip()
-        if not value.lstrip("-").isdecimal():
+        if not value.removeprefix("-").isdecimal():
             raise ValueError("expected a whole number")
         return int(value)
     if not isinstance(value, int):
