@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from groundwire.gateway._queue import DiskQueue
+from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._signals import CONTENT_PROTOBUF
 
 
@@ -53,4 +54,27 @@ def test_delivered_requests_leave_the_disk_and_the_held_totals(tmp_path: Path) -
         assert [row[0] for row in db.execute("SELECT seq FROM requests ORDER BY seq")] == seqs[1::2]
     reopened = DiskQueue(tmp_path)
     assert [s.body for s in reopened.replay()] == kept
+    reopened.close()
+
+
+def test_a_transaction_failing_for_a_bug_answers_everyone_and_the_queue_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A transaction that fails for a reason other than SQLite's (here an evaluation result
+    whose body is not bytes, so its checksum raises TypeError): its results' future fails with
+    that error, and the queue keeps committing: the next request is stored and replayed, not
+    left waiting forever behind a flush that never ended."""
+    queue = DiskQueue(tmp_path)
+    poisoned = queue.scored([], ["ab" * 16], [ResultRequest("traces", 1, "not bytes")])  # type: ignore[arg-type]
+    assert isinstance(poisoned.exception(timeout=10), TypeError)
+
+    async def append() -> int:
+        return await asyncio.wait_for(
+            queue.append("traces", CONTENT_PROTOBUF, 1, b"after", score=False), timeout=10
+        )
+
+    seq = asyncio.run(append())
+    queue.close()
+    reopened = DiskQueue(tmp_path)
+    assert [(s.seq, s.body) for s in reopened.replay()] == [(seq, b"after")]
     reopened.close()

@@ -19,7 +19,8 @@ as scored (so a crash keeps both or neither) and forwarded like accepted request
 `replay` reads what is left, in the order it was stored. Scored trace ids are kept for a while
 (`scored_recently`) so that a restarted gateway does not score a trace twice.
 
-The schema and reading a row back are in `_queue_rows`; the room kept on disk in `_queue_room`.
+The schema and reading a row back are in `_queue_rows`; the room kept on disk in `_queue_room`;
+what one transaction writes in `_queue_work`.
 
 All database work happens on one thread of its own; the asyncio loop only awaits its results.
 """
@@ -33,7 +34,6 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,6 +49,7 @@ from groundwire.gateway._queue_rows import (
     set_sql,
 )
 from groundwire.gateway._queue_waiters import Waiting, answer
+from groundwire.gateway._queue_work import NewRow, Work
 from groundwire.gateway._repair import salvage
 from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._signals import CONTENT_PROTOBUF
@@ -58,39 +59,6 @@ __all__ = ["DB_NAME", "DiskQueue", "QueueWriteError", "StoredRequest"]
 logger = logging.getLogger("groundwire.gateway")
 
 _T = TypeVar("_T")
-
-_NewRow = tuple[str, str, int, bytes, int]
-"""(signal, content_type, items, body, score) of a request to insert (its CRC-32 is computed on
-the database thread, off the event loop)."""
-
-
-@dataclass
-class _Work:
-    """What one transaction writes: everything asked for since the last one."""
-
-    appends: list[tuple[_NewRow, Waiting]] = field(default_factory=list)
-    done: list[int] = field(default_factory=list)
-    unscore: list[int] = field(default_factory=list)
-    scored: list[str] = field(default_factory=list)
-    results: list[tuple[list[ResultRequest], Future[list[int]]]] = field(default_factory=list)
-    """Evaluation results to store with their traces' scored mark, as requests to forward."""
-
-    def records(self) -> bool:
-        """True when it records anything besides new requests (nothing of it may be refused)."""
-        return bool(self.done or self.unscore or self.scored or self.results)
-
-    def take_records(self) -> _Work:
-        """The records, leaving the new requests here."""
-        taken = _Work([], self.done, self.unscore, self.scored, self.results)
-        self.done, self.unscore, self.scored, self.results = [], [], [], []
-        return taken
-
-    def put_back(self, earlier: _Work) -> None:
-        """Put the records of a failed transaction back ahead of what came since."""
-        self.done[:0] = earlier.done
-        self.unscore[:0] = earlier.unscore
-        self.scored[:0] = earlier.scored
-        self.results[:0] = earlier.results
 
 
 class DiskQueue:
@@ -120,7 +88,7 @@ class DiskQueue:
         """Rows found damaged and skipped (since this process started)."""
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="gateway-queue")
         self._lock = threading.Lock()
-        self._work = _Work()
+        self._work = Work()
         self._flushing = False
         self._closed = False
         self._bytes = 0
@@ -263,7 +231,7 @@ class DiskQueue:
         commit it stops, and tries what is left again a second later."""
         while True:
             with self._lock:
-                work, self._work = self._work, _Work()
+                work, self._work = self._work, Work()
                 if not (work.appends or work.records()):
                     self._flushing = False
                     return
@@ -293,8 +261,30 @@ class DiskQueue:
                 retry.daemon = True
                 retry.start()
                 return
+            except Exception as error:  # a bug, not the disk: answer all, keep the queue going
+                self._abandon(work, error)
 
-    def _refuse(self, work: _Work, why: str) -> None:
+    def _abandon(self, work: Work, error: Exception) -> None:
+        """A transaction failed for a reason other than SQLite's (a bug): refuse its new
+        requests, fail its results' futures and drop its delivery and scoring marks (their rows
+        are replayed at the next start), so no caller waits forever and the next transaction
+        does not meet the same failure; logged with the counts, never the content."""
+        logger.error(
+            "forward queue: a transaction failed (%s: %s): %d new requests refused, %d "
+            "evaluation result requests dropped, %d delivery and %d scoring marks left to the "
+            "next start",
+            type(error).__name__,
+            error,
+            len(work.appends),
+            sum(len(results) for results, _ in work.results),
+            len(work.done),
+            len(work.unscore),
+        )
+        self._refuse(work, f"cannot write to {self.path}: internal error {error!r}")
+        for _, committed in work.results:
+            committed.set_exception(error)
+
+    def _refuse(self, work: Work, why: str) -> None:
         """Answer the new requests of `work` with a QueueWriteError (the receivers say 503)."""
         if work.appends:
             message = self.room.refuse(len(work.appends), why)
@@ -310,11 +300,11 @@ class DiskQueue:
             if self._work.records() and not self._closed:
                 self._schedule()
 
-    def _insert(self, rows: list[_NewRow], forward: int) -> list[int]:
+    def _insert(self, rows: list[NewRow], forward: int) -> list[int]:
         """Insert request rows, in order; their sequence numbers."""
         seqs: list[int] = []
 
-        def values(row: _NewRow) -> tuple[Any, ...]:
+        def values(row: NewRow) -> tuple[Any, ...]:
             return (*row[:4], zlib.crc32(row[3]), forward, row[4])
 
         for size, values_of_chunk in chunked(rows, values):
@@ -323,7 +313,7 @@ class DiskQueue:
             seqs.extend(range(last - size + 1, last + 1))
         return seqs
 
-    def _write(self, work: _Work) -> None:
+    def _write(self, work: Work) -> None:
         """One transaction: insert the new requests and the evaluation results, mark the
         delivered and scored ones, record scored trace ids, delete the rows nothing needs;
         then answer the waiting appends and results."""

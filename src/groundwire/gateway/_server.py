@@ -233,7 +233,9 @@ class Gateway:
         self, results: Sequence[ResultRequest], future: Future[list[int]]
     ) -> None:
         """Evaluation results are on disk (rows `future.result()`): count them and hand them
-        to the forwarder."""
+        to the forwarder. Not committed (the queue logged why): nothing to forward."""
+        if future.exception() is not None:
+            return
         for result in results:
             self.metrics.queued_results(result.signal, result.items)
         forward_results(self._loop, self.forwarder, results, future.result())
