@@ -232,10 +232,19 @@ def _fail(key: str, message: str) -> ConfigError:
     return ConfigError(f"{key}: {message}")
 
 
+def _is_endpoint(url: str) -> bool:
+    """An http(s):// or grpc(s):// URL with a host (`http://[::1`, an unclosed bracket, is not:
+    urlsplit raises for it, which must not reach the user as a bare "Invalid IPv6 URL")."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https", "grpc", "grpcs") and bool(parts.hostname)
+    except ValueError:
+        return False
+
+
 def _check(config: GatewayConfig) -> None:
     """Validate values that a parser alone cannot (ranges, schemes, pairs)."""
-    parts = urlsplit(config.forward)
-    if parts.scheme not in ("http", "https", "grpc", "grpcs") or not parts.hostname:
+    if not _is_endpoint(config.forward):
         raise _fail(
             "forward",
             "expected the downstream OTLP endpoint, e.g. http://collector:4318 (OTLP/HTTP) or "
