@@ -1,25 +1,27 @@
-"""`engine="ray"`: the same re-scoring on Ray Data, for archives that outgrow one machine.
+"""`engine="ray"`: the same re-scoring on Ray, for archives that outgrow one machine.
 
 ```python
 rescore(paths, ["quote_verification"], "scores.jsonl", engine="ray", ray_address="auto")
 ```
 
-Three stages, each a Ray Data operator:
+Three stages: reading and the shuffle on Ray Data, assembling and scoring as plain Ray tasks
+(`_ray_scoring`; Ray Data ran its map tasks about one at a time on the two-node cluster):
 
 1. read: one task per file streams it through the readers and emits one row per (record, trace):
    the trace's spans in that record, pickled, keyed by `order_key(trace_id)`; and one row of
    read counters per file;
-2. group: a sort by key (Ray's sort-based shuffle) brings every fragment of a trace together,
-   wherever and in whatever order the files held them; `map_batches` over whole sorted blocks
-   (a key never straddles two blocks after the sort: the rule `map_groups` relies on, without
-   its per-trace call) assembles each trace once (`trace_turns`: the local engine's code:
-   incomplete traces counted, evaluation spans left out, gold answers attached, resumed turns
-   skipped) and encodes its turns once, with pydantic's compiled JSON encoder;
-3. score: plain Ray tasks, one per materialized block and at most `workers` at a time, submitted
-   by the driver (`_ray_scoring`: Ray Data's `map_batches` ran them one at a time on the
-   two-node cluster), score the turns in chunks with the evaluators built once per Ray worker
-   process and run (no actor process started per run); a trace's scores travel as JSON beside
-   its turns, which pass through unchanged.
+2. group: a sort by key (Ray's sort-based shuffle, materialized: a barrier) brings every
+   fragment of a trace together, wherever and in whatever order the files held them; one task
+   per whole sorted block (a key never straddles two blocks after the sort: the rule
+   `map_groups` relies on, without its per-trace call) assembles each trace once
+   (`trace_turns`: the local engine's code: incomplete traces counted, evaluation spans left
+   out, gold answers attached, resumed turns skipped) and encodes its turns once, with
+   pydantic's compiled JSON encoder;
+3. score: one task per slice of 4 chunks of an assembled block, at most `workers` at a time,
+   submitted by the driver in order as soon as their block is assembled, score the turns in
+   chunks with the evaluators built once per Ray worker process and run (no actor process
+   started per run); a trace's scores travel as JSON beside its turns, which pass through
+   unchanged.
    The tasks (`_ray_stages`) are in their own module; this one plans and drives the job.
 
 Results stream back to the driver, which parses turns and scores with pydantic's compiled JSON
@@ -57,7 +59,6 @@ from groundwire.offline._ray_stages import (
     TURN_COUNTERS,
     TURNS,
     ReadFile,
-    assemble_blocks,
 )
 from groundwire.offline._results import TurnResult
 from groundwire.offline._stopping import StopFlag
@@ -66,10 +67,6 @@ from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import BadRecordError, TraceFormat
 
 __all__ = ["RayEngineError", "score_with_ray"]
-
-_BLOCK_CHUNKS = 4
-"""Traces per block handed to a scoring task, in chunks: small blocks spread the work over all
-workers even when the shuffle made few blocks (one file gives one)."""
 
 
 class RayEngineError(RuntimeError):
@@ -115,28 +112,13 @@ class _Job:
 
 
 def _plan(ray: Any, job: _Job) -> Any:
-    """The dataset of assembled traces (read -> group by trace -> assemble), cut into blocks of
-    `_BLOCK_CHUNKS` chunks and materialized: `_ray_scoring` then scores it block by block.
-
-    The grouped traces are materialized before scoring starts: the sort is a barrier anyway,
-    and scoring tasks started earlier would hold the CPUs that the read, shuffle and
-    re-blocking tasks need (a deadlock when `workers` equals the cluster's CPUs).
-    """
+    """The dataset of key-sorted trace fragments (read -> sort by key), materialized: the sort
+    is a barrier anyway; `_ray_scoring` assembles and scores its blocks with plain tasks."""
     files = [{"path": path} for path in job.paths]
     read = ray.data.from_items(files, override_num_blocks=len(files)).flat_map(
         ReadFile(job.fmt, job.strict)
     )
-    return (
-        read.sort("key")
-        .map_batches(
-            assemble_blocks,
-            fn_kwargs={"expected": job.expected, "skip": job.skip},
-            batch_size=None,  # whole blocks: a key never straddles two after the sort
-            batch_format="numpy",
-        )
-        .repartition(target_num_rows_per_block=job.chunk_size * _BLOCK_CHUNKS)
-        .materialize()
-    )
+    return read.sort("key").materialize()
 
 
 def _scored(ray: Any, job: _Job) -> Generator[dict[str, Any], None, None]:
@@ -144,6 +126,7 @@ def _scored(ray: Any, job: _Job) -> Generator[dict[str, Any], None, None]:
     yield from score_blocks(
         ray,
         _plan(ray, job),
+        context=(job.expected, job.skip),
         run=uuid.uuid4().hex,
         spec=job.spec,
         concurrency=job.concurrency,
