@@ -96,9 +96,11 @@ def score_blocks(
     chunk_size: int,
     workers: int,
 ) -> Iterator[dict[str, list[Any]]]:
-    """Score the materialized dataset `traces` block by block on at most `workers` tasks at a
-    time; yield each block's rows in block order. Unfinished tasks are cancelled when the
-    caller stops early (a stop request, an error)."""
+    """Assemble the blocks of `traces` (the materialized, key-sorted fragments; `context` is
+    (expected answers, turns to skip)) and score them slice by slice on at most `workers` tasks
+    at a time; yield each slice's rows in order. Unfinished scoring tasks are cancelled when
+    the caller stops early (a stop request, an error); assemble tasks already started finish on
+    their own, their tables dropped."""
     task = ray.remote(num_cpus=1)(score_batches)
     # A part per block when the workers write: a Parquet file per chunk costs more than the
     # chunk's scoring (the file's fixed cost); the rows travel nowhere either way.
