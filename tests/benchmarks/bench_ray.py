@@ -20,7 +20,9 @@ evaluators (`quoted_spans`, `quote_verification` without embeddings):
    or a results hook still needs). What Ray's run costs beyond their sum is Ray's own work
    (scheduling, Arrow blocks, the object store, the shuffle's tasks, idle workers).
 3. Scaling: a two-node loopback cluster (`tests/offline/_ray_cluster.py`, one CPU a node), Ray
-   with 1 and 2 workers on the 8 parts, interleaved, `.parquet` output written by the workers.
+   with 1 and 2 workers on the 8 parts, interleaved, `.parquet` output written by the workers;
+   each run cut into its phases (Ray's task timeline) with the CPU of each kind of process
+   (/proc), and the best two workers can do on two cores from those figures (`_ray_timeline`).
 
 Run: `python -m tests.benchmarks ray`. Writes results/ray.{md,json}.
 """
@@ -40,6 +42,8 @@ from typing import Any
 
 from groundwire.offline import rescore
 from tests.benchmarks._cpu import TreeCpu
+from tests.benchmarks._ray_timeline import ProcessCpu, bound, phases
+from tests.benchmarks._ray_timeline import markdown as timeline_markdown
 from tests.benchmarks._timing import machine, results_dir, scaled
 from tests.benchmarks.bench_offline import (
     ENGINE_FRACTION,
@@ -69,9 +73,13 @@ def _rows(path: Path) -> list[Any]:
 
 def _measure(files: list[Path], out: Path, options: dict[str, Any]) -> dict[str, float]:
     """One run: turns/s and the process tree's CPU µs per turn."""
+    start_unix, start_mono = time.time(), time.monotonic()
     with TreeCpu() as tree:
         summary = rescore(files, FAST, out, chunk_size=CHUNK, **options)
     return {
+        "start_unix": start_unix,
+        "start_mono": start_mono,
+        "wall": time.monotonic() - start_mono,
         "turns": summary.turns_scored,
         "turns_per_s": summary.turns_scored / summary.elapsed_s,
         "tree_cpu_us_per_turn": tree.seconds / summary.turns_scored * 1e6,
@@ -94,6 +102,7 @@ def _interleaved(
     outputs = [_rows(folder / f"{name}{suffix}") for name in configs]
     for name, measured in runs.items():
         rows[name] = {
+            "runs": measured,
             "turns": measured[0]["turns"],
             "turns_per_s": _stats([m["turns_per_s"] for m in measured]),
             "tree_cpu_us_per_turn": _stats([m["tree_cpu_us_per_turn"] for m in measured]),
@@ -243,17 +252,26 @@ def _scaling(files: list[Path], folder: Path) -> dict[str, Any]:
     try:
         cluster.start()
         command = [sys.executable, "-m", "tests.benchmarks.bench_ray", "--scaling"]
-        subprocess.run(
-            [*command, cluster.address, os.fspath(answer), *map(os.fspath, files)],
-            env=cluster.env,
-            check=True,
-            timeout=3600,
-        )
+        nodes = {name: node.pid for name, node in cluster.nodes.items()}
+        with ProcessCpu(nodes) as cpu:
+            driver = subprocess.Popen(
+                [*command, cluster.address, os.fspath(answer), *map(os.fspath, files)],
+                env=cluster.env,
+            )
+            cpu.driver = driver.pid
+            if driver.wait(timeout=3600) != 0:
+                raise RuntimeError(f"the scaling driver failed ({driver.returncode})")
     finally:
         cluster.stop()
     rows: dict[str, Any] = json.loads(answer.read_text(encoding="utf-8"))
+    timeline = json.loads((folder / "timeline.json").read_text(encoding="utf-8"))
     one = rows["ray_1"]["turns_per_s"]["median"]
     rows["speedup_2_over_1"] = rows["ray_2"]["turns_per_s"]["median"] / one
+    for n in (1, 2):
+        rows[f"ray_{n}"]["phases"] = [phases(r, timeline, cpu) for r in rows[f"ray_{n}"]["runs"]]
+    rows["rounds"] = [
+        bound(a, b) for a, b in zip(rows["ray_1"]["phases"], rows["ray_2"]["phases"], strict=True)
+    ]
     return rows
 
 
@@ -265,8 +283,10 @@ def _scaling_driver(address: str, answer: Path, files: list[Path]) -> None:
     try:
         configs = {f"ray_{n}": {"engine": "ray", "workers": n} for n in (1, 2)}
         rows = _interleaved(files, answer.parent, configs, ".parquet")
+        timeline = ray.timeline()
     finally:
         ray.shutdown()
+    (answer.parent / "timeline.json").write_text(json.dumps(timeline), encoding="utf-8")
     answer.write_text(json.dumps(rows), encoding="utf-8")
 
 
@@ -409,8 +429,11 @@ def _markdown(data: dict[str, Any]) -> str:
     lines += [
         "",
         f"Two workers: **{scaling['speedup_2_over_1']:.2f}x** one (target 1.5x). Rows identical: "
-        f"{scaling['identical_rows']}.",
+        f"{scaling['identical_rows']}. Round by round (1 then 2 workers, interleaved): "
+        + ", ".join(f"{r['measured_speedup']:.2f}x" for r in scaling.get("rounds", []))
+        + ".",
         "",
+        *(timeline_markdown(scaling) if "rounds" in scaling else []),
     ]
     return "\n".join(lines)
 

@@ -1,23 +1,27 @@
-"""`engine="ray"`: the same re-scoring on Ray Data, for archives that outgrow one machine.
+"""`engine="ray"`: the same re-scoring on Ray, for archives that outgrow one machine.
 
 ```python
 rescore(paths, ["quote_verification"], "scores.jsonl", engine="ray", ray_address="auto")
 ```
 
-Three stages, each a Ray Data operator:
+Three stages: reading and the shuffle on Ray Data, assembling and scoring as plain Ray tasks
+(`_ray_scoring`; Ray Data ran its map tasks about one at a time on the two-node cluster):
 
 1. read: one task per file streams it through the readers and emits one row per (record, trace):
    the trace's spans in that record, pickled, keyed by `order_key(trace_id)`; and one row of
    read counters per file;
-2. group: a sort by key (Ray's sort-based shuffle) brings every fragment of a trace together,
-   wherever and in whatever order the files held them; `map_batches` over whole sorted blocks
-   (a key never straddles two blocks after the sort: the rule `map_groups` relies on, without
-   its per-trace call) assembles each trace once (`trace_turns`: the local engine's code:
-   incomplete traces counted, evaluation spans left out, gold answers attached, resumed turns
-   skipped) and encodes its turns once, with pydantic's compiled JSON encoder;
-3. score: `map_batches` tasks (at most `workers` at a time) score the turns in chunks with the
-   evaluators built once per Ray worker process and run (no actor process started per run); a
-   trace's scores travel as JSON beside its turns, which pass through unchanged.
+2. group: a sort by key (Ray's sort-based shuffle, materialized: a barrier) brings every
+   fragment of a trace together, wherever and in whatever order the files held them; one task
+   per whole sorted block (a key never straddles two blocks after the sort: the rule
+   `map_groups` relies on, without its per-trace call) assembles each trace once
+   (`trace_turns`: the local engine's code: incomplete traces counted, evaluation spans left
+   out, gold answers attached, resumed turns skipped) and encodes its turns once, with
+   pydantic's compiled JSON encoder;
+3. score: one task per slice of 4 chunks of an assembled block, at most `workers` at a time,
+   submitted by the driver in order as soon as their block is assembled, score the turns in
+   chunks with the evaluators built once per Ray worker process and run (no actor process
+   started per run); a trace's scores travel as JSON beside its turns, which pass through
+   unchanged.
    The tasks (`_ray_stages`) are in their own module; this one plans and drives the job.
 
 Results stream back to the driver, which parses turns and scores with pydantic's compiled JSON
@@ -42,20 +46,19 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from groundwire.offline._ray_lines import EncodedOutput, LinesPlace
 from groundwire.offline._ray_parts import PartsOutput, PartsPlace, add_part_tallies
+from groundwire.offline._ray_scoring import score_blocks
 from groundwire.offline._ray_stages import (
     READ_COUNTERS,
     SCORES,
     TURN_COUNTERS,
     TURNS,
     ReadFile,
-    assemble_blocks,
-    score_batch,
 )
 from groundwire.offline._results import TurnResult
 from groundwire.offline._stopping import StopFlag
@@ -64,10 +67,6 @@ from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import BadRecordError, TraceFormat
 
 __all__ = ["RayEngineError", "score_with_ray"]
-
-_BLOCK_CHUNKS = 4
-"""Traces per block handed to a scoring task, in chunks: small blocks spread the work over all
-workers even when the shuffle made few blocks (one file gives one)."""
 
 
 class RayEngineError(RuntimeError):
@@ -113,42 +112,27 @@ class _Job:
 
 
 def _plan(ray: Any, job: _Job) -> Any:
-    """The dataset of scored trace rows (read -> group by trace -> assemble -> score, and
-    write or encode the rows when `job.parts` is given).
-
-    The grouped traces are cut into small blocks and materialized before scoring starts: the sort
-    is a barrier anyway, and scoring tasks started earlier would hold the CPUs that the read,
-    shuffle and re-blocking tasks need (a deadlock when `workers` equals the cluster's CPUs).
-    """
+    """The dataset of key-sorted trace fragments (read -> sort by key), materialized: the sort
+    is a barrier anyway; `_ray_scoring` assembles and scores its blocks with plain tasks."""
     files = [{"path": path} for path in job.paths]
     read = ray.data.from_items(files, override_num_blocks=len(files)).flat_map(
         ReadFile(job.fmt, job.strict)
     )
-    traces = (
-        read.sort("key")
-        .map_batches(
-            assemble_blocks,
-            fn_kwargs={"expected": job.expected, "skip": job.skip},
-            batch_size=None,  # whole blocks: a key never straddles two after the sort
-            batch_format="numpy",
-        )
-        .repartition(target_num_rows_per_block=job.chunk_size * _BLOCK_CHUNKS)
-        .materialize()
-    )
-    run = uuid.uuid4().hex
-    return traces.map_batches(
-        score_batch,
-        fn_kwargs={
-            "run": run,
-            "spec": job.spec,
-            "concurrency": job.concurrency,
-            "parts": job.parts,
-        },
-        # A part per block when the workers write: a Parquet file per chunk costs more than
-        # the chunk's scoring (the file's fixed cost); the rows travel nowhere either way.
-        batch_size=job.chunk_size if job.parts is None else job.chunk_size * _BLOCK_CHUNKS,
-        compute=ray.data.TaskPoolStrategy(size=max(1, job.workers)),
-        batch_format="numpy",
+    return read.sort("key").materialize()
+
+
+def _scored(ray: Any, job: _Job) -> Generator[dict[str, Any], None, None]:
+    """Each block's scored rows, in `order_key` order (see `_ray_scoring`)."""
+    yield from score_blocks(
+        ray,
+        _plan(ray, job),
+        context=(job.expected, job.skip),
+        run=uuid.uuid4().hex,
+        spec=job.spec,
+        concurrency=job.concurrency,
+        parts=job.parts,
+        chunk_size=job.chunk_size,
+        workers=job.workers,
     )
 
 
@@ -224,30 +208,29 @@ def _stream(
     stop: StopFlag,
     parts: PartsOutput | EncodedOutput | None,
 ) -> Iterator[list[TurnResult]]:
-    """Plan the job, then stream its rows back batch by batch (see `score_with_ray`)."""
-    batches: Iterator[dict[str, Any]] | None = None
-    while True:
-        try:
-            if batches is None:
-                scored = _plan(ray, job)
-                size = job.chunk_size
-                batches = iter(scored.iter_batches(batch_size=size, batch_format="numpy"))
-            batch = next(batches)
-        except StopIteration:
-            break
-        except Exception as error:
-            if isinstance(error, BadRecordError) or not _from_ray(error):
-                raise
-            raise RayEngineError(
-                f"the Ray job failed: {type(error).__name__}: {error}. The output holds "
-                "every turn written before the failure; run again with --resume "
-                "(resume=True) to score the rest"
-            ) from error
-        results = _decode(batch, summary, parts if isinstance(parts, EncodedOutput) else None)
-        if results or parts is not None:
-            yield results
-        if stop.is_set():
-            return
+    """Plan the job, then stream its rows back block by block (see `score_with_ray`); the
+    scoring tasks still running are cancelled when the run stops early."""
+    batches = _scored(ray, job)
+    with contextlib.closing(batches):
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except Exception as error:
+                if isinstance(error, BadRecordError) or not _from_ray(error):
+                    raise
+                raise RayEngineError(
+                    f"the Ray job failed: {type(error).__name__}: {error}. The output holds "
+                    "every turn written before the failure; run again with --resume "
+                    "(resume=True) to score the rest"
+                ) from error
+            lines = parts if isinstance(parts, EncodedOutput) else None
+            results = _decode(batch, summary, lines)
+            if results or parts is not None:
+                yield results
+            if stop.is_set():
+                return
     stop.input_exhausted = True
 
 
