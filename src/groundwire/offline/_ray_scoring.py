@@ -14,12 +14,13 @@ a time for about three quarters of the stage (its timeline: two tasks overlapped
 10-11 s; a toy map over 40 materialized blocks ran at a concurrency of 0.93-0.99), and its
 assemble tasks likewise (1.2 CPU-seconds took 2 s on two free cores), while plain Ray tasks over
 the same blocks ran two at a time (1.56-1.58). The sorted blocks are materialized (the shuffle is
-a barrier), so the driver submits the tasks itself: every block's assembly at once (Ray runs
-them on the CPUs the scoring tasks leave free; the table comes back with its row count, so the
-driver slices it without fetching it), then a scoring task per slice as soon as its block is
-assembled and a scoring slot is free (`ray.wait`), the results kept until the slices before
-theirs are handed on. Each scoring task scores its slice in chunks of `chunk_size` traces (with
-`parts`: the whole slice at once, one part file), as the `map_batches` calls did.
+a barrier), so the driver submits the tasks itself: the blocks' assembly a few blocks ahead of
+the scoring (Ray runs them on the CPUs the scoring tasks leave free; the table comes back with
+its row count, so the driver slices it without fetching it), then a scoring task per slice as
+soon as its block is assembled and a scoring slot is free (`ray.wait`), the results kept until
+the slices before theirs are handed on. Each scoring task scores its slice in chunks of
+`chunk_size` traces (with `parts`: the whole slice at once, one part file), as the
+`map_batches` calls did.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ _BLOCK_CHUNKS = 4
 _AHEAD = 4
 """Finished blocks kept at most per worker while an earlier block still runs (bounds the
 driver's memory when one task is slow: the others then wait instead of running ahead)."""
+
+_ASSEMBLE_AHEAD = 4
+"""Blocks assembled ahead of the one being scored: enough to keep the CPUs the scoring leaves
+free busy (assembling costs a tenth of scoring), few enough that the assembled tables of an
+archive never pile up in the object store all at once (memory stays bounded, as with the
+streaming executor these stages ran on before)."""
 
 COLUMNS = ("kind", "payload", "turns")
 """The columns of an assembled block a scoring task reads."""
@@ -133,13 +140,19 @@ def score_blocks(
 def _slices(
     ray: Any, ordered: Any, context: Any, rows: int
 ) -> Iterator[tuple[Any, tuple[int, int]]]:
-    """Assemble every key-sorted block of `ordered` (all submitted at once: Ray runs them on the
-    CPUs the scoring tasks leave free) and yield, in block order, (table, row range) slices of
-    at most `rows` traces as each block's assembly ends."""
+    """Assemble the key-sorted blocks of `ordered` (_ASSEMBLE_AHEAD at a time ahead of the one
+    being scored: Ray runs them on the CPUs the scoring tasks leave free) and yield, in block
+    order, (table, row range) slices of at most `rows` traces as each block's assembly ends."""
     assemble = ray.remote(num_cpus=1, num_returns=2)(assemble_sorted)
     shared = ray.put(context)
-    started = [assemble.remote(block, shared) for block in ordered.to_arrow_refs()]
-    for table, count in started:
+    blocks = iter(ordered.to_arrow_refs())
+    started: deque[Any] = deque()
+    while True:
+        while len(started) <= _ASSEMBLE_AHEAD and (block := next(blocks, None)) is not None:
+            started.append(assemble.remote(block, shared))
+        if not started:
+            return
+        table, count = started.popleft()
         total = ray.get(count)
         for start in range(0, total, rows):
             yield table, (start, min(total, start + rows))
