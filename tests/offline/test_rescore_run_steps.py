@@ -403,3 +403,38 @@ def test_finish_output_without_a_target_only_closes(tmp_path: Path) -> None:
     summary = RescoreSummary(evaluators=["quoted_spans"], out=None, turns_scored=1)
     finish_output(writer, None, summary, failed=False, notice=notices.append)
     assert out.exists() and notices == []
+
+
+def _ray_run(traces: Path, out: Path | None, **extra: Any) -> Any:
+    """A run set up for the Ray engine (Ray itself is not started: only the output is chosen)."""
+    options = RescoreOptions(
+        paths=traces, evaluators=["quoted_spans"], out=out, engine="ray", **extra
+    )
+    return start(options, check_inputs(options), None)
+
+
+def test_on_ray_workers_write_parquet_parts_and_encode_line_formats(
+    traces: Path, tmp_path: Path
+) -> None:
+    """On Ray with nothing else to feed, a .parquet OUT is written part by part by the workers
+    and a .jsonl/.csv OUT is encoded by them; other formats, an export, a results hook or the
+    local engine keep the driver's writer."""
+    parquet = _ray_run(traces, tmp_path / "out.parquet")
+    parts = parquet.worker_parts()
+    assert type(parts).__name__ == "PartsOutput"
+    assert parts.out == str(tmp_path / "out.parquet") and parts.summary is parquet.summary
+    assert parts.append is False
+    for suffix in (".jsonl", ".CSV"):
+        lines = _ray_run(traces, tmp_path / f"out{suffix}")
+        encoded = lines.worker_parts()
+        assert type(encoded).__name__ == "EncodedOutput"
+        encoded.close()
+    assert _ray_run(traces, tmp_path / "out.html").worker_parts() is None
+    assert _ray_run(traces, None).worker_parts() is None
+    hooked = _ray_run(traces, tmp_path / "h.parquet", on_results=lambda _r: None)
+    assert hooked.worker_parts() is None
+    exported = _ray_run(traces, tmp_path / "e.parquet", export_otlp="http://127.0.0.1:9")
+    assert exported.worker_parts() is None
+    exported.export.close()
+    options = RescoreOptions(paths=traces, evaluators=["quoted_spans"], out=tmp_path / "l.parquet")
+    assert start(options, check_inputs(options), None).worker_parts() is None
