@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -186,3 +187,60 @@ def test_a_configuration_from_the_environment_already_shut_is_not_shut_again(
     with caplog.at_level(logging.INFO, logger="groundwire"):
         groundwire.configure(**_options(telemetry))
     assert not [r for r in caplog.records if "replaces" in r.getMessage()]
+
+
+def test_a_bad_variable_is_named_in_the_error(
+    telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bad value from a GROUNDWIRE_* variable: the error names the variable and its value."""
+    monkeypatch.setenv("GROUNDWIRE_MAX_QUEUE_SIZE", "-1")
+    with pytest.raises(ValueError, match=r"^GROUNDWIRE_MAX_QUEUE_SIZE='-1': max_queue_size"):
+        groundwire.configure(**_options(telemetry))
+    assert get_online() is None
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("events", "bogus", ValueError),
+        ("logger_provider", "not a provider", TypeError),
+    ],
+)
+def test_each_option_reaches_the_settings(
+    telemetry: Telemetry, option: str, value: object, error: type[Exception]
+) -> None:
+    """A bad value of these options is refused (so it was passed on, not dropped)."""
+    with pytest.raises(error, match=option):
+        groundwire.configure(**_options(telemetry, **{option: value}))
+    assert get_online() is None
+
+
+def test_service_name_and_output_path_shape_groundwires_logger_provider(
+    telemetry: Telemetry, tmp_path: Any
+) -> None:
+    """With no logger provider of the app's, groundwire's own carries the service name and
+    writes the result records to the output path."""
+    out = tmp_path / "results.jsonl"
+    online = groundwire.configure(
+        **_options(telemetry, service_name="svc-x", output_path=out, events="logs")
+    )
+    assert online.logger_provider is not None
+    assert online.logger_provider.resource.attributes["service.name"] == "svc-x"
+    record_turn(telemetry.tracer)
+    assert groundwire.shutdown(5.0) is True
+    assert "resourceLogs" in out.read_text(encoding="utf-8")
+
+
+def test_the_exit_hook_keeps_the_exit_deadline(telemetry: Telemetry) -> None:
+    """Work still running at exit: the hook gives up after `exit_timeout_s`, not the default."""
+    held = _Held()
+    groundwire.configure(**_options(telemetry, evaluators=[held], exit_timeout_s=0.3))
+    record_turn(telemetry.tracer)
+    assert held.started.wait(5)
+    started = time.monotonic()
+    try:
+        _shutdown_at_exit()
+    finally:
+        held.release.set()
+    assert time.monotonic() - started < DEFAULT_EXIT_TIMEOUT_S - 1.0
+    assert get_online() is None

@@ -504,3 +504,223 @@ def test_a_failed_metric_export_counts_one_batch() -> None:
     exporter = GuardedMetricExporter(inner, guard)
     assert exporter.export(MetricsData(resource_metrics=[])) is MetricExportResult.FAILURE
     assert guard.not_exported == 1 and guard.exported == 0
+
+
+@pytest.fixture
+def silent() -> Iterator[tuple[str, int]]:
+    """A loopback address whose accept queue is full: a connect waits until its timeout (an
+    endpoint that drops connection attempts)."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    address = ("127.0.0.1", int(server.getsockname()[1]))
+    filler = socket.create_connection(address, timeout=1.0)
+    yield address
+    filler.close()
+    server.close()
+
+
+def _timed(call: Any, *args: Any) -> tuple[Any, float]:
+    """(result, seconds) of one call."""
+    started = time.monotonic()
+    result = call(*args)
+    return result, time.monotonic() - started
+
+
+def test_a_probe_waits_no_longer_than_asked(silent: tuple[str, int]) -> None:
+    """An endpoint that never answers a connect: the probe gives up after its timeout (a
+    floor of 10 ms when none is left), not after the full second."""
+    assert _timed(_reachable, silent, 0.2)[1] < 0.6
+    reachable, took = _timed(_reachable, silent, 0.0)
+    assert reachable is False and took < 0.5
+
+
+def test_probes_near_the_deadline_wait_only_for_what_is_left(silent: tuple[str, int]) -> None:
+    """At shutdown and when admitting an export before the deadline, the probe's wait is
+    capped to the time left (under the one-second probe timeout)."""
+    closing = ExportGuard("traces", silent)
+    _, took = _timed(closing.close_by, time.monotonic() + 0.15)
+    assert took < 0.7
+    admitting = ExportGuard("traces", silent)
+    admitting.deadline = time.monotonic() + 0.15
+    admitted, took = _timed(admitting.admit)
+    assert admitted is False and took < 0.7
+
+
+def test_failed_items_add_up() -> None:
+    """Every failed or skipped batch adds to the count."""
+    guard = ExportGuard("traces", None)
+    guard.settle(False, 2)
+    guard.settle(False, 3)
+    assert guard.not_exported == 5
+
+
+def test_skip_within_the_last_second_still_names_the_endpoint() -> None:
+    """Before the deadline, however close, a skip is for the endpoint, not the deadline."""
+    guard = ExportGuard("traces", None)
+    guard.observer = outcomes = Outcomes()
+    guard.deadline = time.monotonic() + 0.5
+    guard.skip(1)
+    assert outcomes.seen == [("skipped", 1, "not sent: traces unreachable (circuit open)")]
+
+
+def test_a_successful_export_reports_no_reason() -> None:
+    """The observer hears a successful export with no reason (None, not an empty text)."""
+    guard = ExportGuard("traces", None)
+    guard.observer = outcomes = Outcomes()
+    GuardedSpanExporter(InMemorySpanExporter(), guard).export(_spans(2))
+    assert outcomes.seen == [("exported", 2, None)]
+
+
+def _debug(caplog: pytest.LogCaptureFixture, message: str) -> logging.LogRecord:
+    """The one debug record with exactly `message`."""
+    (record,) = [r for r in caplog.records if r.getMessage() == message]
+    return record
+
+
+def test_debug_lines_carry_the_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """An exporter that fails to stop or raises during export: the debug line says so exactly,
+    with the traceback."""
+    guard = ExportGuard("traces", None)
+
+    def fails() -> None:
+        raise RuntimeError("stuck")
+
+    guard.abort = fails
+    with caplog.at_level(logging.DEBUG, logger="groundwire"):
+        guard.stop()
+        GuardedSpanExporter(RaisingSpans(), ExportGuard("t", None)).export(_spans(1))
+    assert _debug(caplog, "could not stop the exporter").exc_info is not None
+    assert _debug(caplog, "span export raised").exc_info is not None
+
+
+class _FlushRecording(InMemorySpanExporter):
+    """An in-memory span exporter that keeps the flush timeouts it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushed: list[object] = []
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Keep the timeout."""
+        self.flushed.append(timeout_millis)
+        return True
+
+
+def test_batch_flush_passes_its_timeout_default_30_s() -> None:
+    """force_flush without a timeout asks the inner exporter for 30 s; a given one is passed."""
+    inner = _FlushRecording()
+    exporter = GuardedSpanExporter(inner, ExportGuard("traces", None))
+    assert exporter.force_flush() is True
+    exporter.force_flush(5)
+    assert inner.flushed == [30_000, 5]
+
+
+class KeptMetrics(RecordingMetrics):
+    """A metric exporter with its own preferences, timeout and keyword arguments recorded."""
+
+    def __init__(self) -> None:
+        from opentelemetry.sdk.metrics import Counter, Histogram
+        from opentelemetry.sdk.metrics.export import AggregationTemporality
+        from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation
+
+        MetricExporter.__init__(
+            self,
+            preferred_temporality={Counter: AggregationTemporality.DELTA},
+            preferred_aggregation={Histogram: ExplicitBucketHistogramAggregation([1.0, 2.0])},
+        )
+        self.result = MetricExportResult.SUCCESS
+        self.timeouts = []
+        self.flushed = []
+        self.shut = []
+        self.kwargs: list[dict[str, Any]] = []
+        self._timeout = 30.0
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        """Keep the timeout and the keywords."""
+        self.kwargs.append(kwargs)
+        return super().export(metrics_data, timeout_millis)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        """Keep the timeout and the keywords."""
+        self.kwargs.append(kwargs)
+        super().shutdown(timeout_millis)
+
+
+def test_a_guarded_metric_exporter_keeps_the_inner_preferences() -> None:
+    """The SDK reads temporality and aggregation from the exporter: the inner one's are kept."""
+    from opentelemetry.sdk.metrics import Counter, Histogram
+    from opentelemetry.sdk.metrics.export import AggregationTemporality
+
+    inner = KeptMetrics()
+    exporter = GuardedMetricExporter(inner, ExportGuard("metrics", None))
+    assert exporter._preferred_temporality[Counter] is AggregationTemporality.DELTA
+    assert exporter._preferred_temporality == inner._preferred_temporality
+    assert Histogram in exporter._preferred_aggregation
+    assert exporter._preferred_aggregation == inner._preferred_aggregation
+
+
+def test_a_metric_export_near_the_deadline_caps_timeouts_and_passes_keywords() -> None:
+    """Within the last second the timeout given is what is left (not a floor of a second), the
+    inner exporter's own timeout is capped too, and extra keywords reach it."""
+    inner = KeptMetrics()
+    guard = ExportGuard("metrics", None)
+    exporter = GuardedMetricExporter(inner, guard)
+    guard.deadline = time.monotonic() + 0.5
+    exporter.export(MetricsData(resource_metrics=[]), timeout_millis=60_000, extra=1)
+    assert inner.timeouts[-1] <= 500
+    assert inner._timeout <= 0.5
+    assert inner.kwargs == [{"extra": 1}]
+
+
+def test_a_skipped_or_raising_metric_export(caplog: pytest.LogCaptureFixture) -> None:
+    """Breaker open: FAILURE without a call; an exporter that raises: FAILURE, and the debug line
+    names a metric export."""
+
+    class Raising(RecordingMetrics):
+        def export(
+            self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+        ) -> MetricExportResult:
+            raise OSError("down")
+
+    inner = RecordingMetrics()
+    guard = ExportGuard("metrics", None)
+    guard.breaker.failure("down")
+    data = MetricsData(resource_metrics=[])
+    assert GuardedMetricExporter(inner, guard).export(data) is MetricExportResult.FAILURE
+    assert inner.timeouts == [] and guard.not_exported == 1
+    with caplog.at_level(logging.DEBUG, logger="groundwire"):
+        raised = GuardedMetricExporter(Raising(), ExportGuard("m", None)).export(data)
+    assert raised is MetricExportResult.FAILURE
+    assert _debug(caplog, "metric export raised").exc_info is not None
+
+
+def test_metric_shutdown_default_and_keywords() -> None:
+    """shutdown without a timeout gives the inner exporter 30 s; keywords are passed on."""
+    inner = KeptMetrics()
+    GuardedMetricExporter(inner, ExportGuard("metrics", None)).shutdown()
+    assert inner.shut == [30_000]
+    other = KeptMetrics()
+    GuardedMetricExporter(other, ExportGuard("metrics", None)).shutdown(timeout_millis=5, x=2)
+    assert other.shut == [5] and other.kwargs == [{"x": 2}]
+
+
+class _Refusing:
+    """A client whose timeout setter raises TypeError."""
+
+    @property
+    def _timeout(self) -> float:
+        return 9.0
+
+    @_timeout.setter
+    def _timeout(self, value: float) -> None:
+        raise TypeError("read only")
+
+
+def test_cap_timeout_survives_a_setter_that_raises_type_error() -> None:
+    """A timeout that refuses a new value with TypeError is left; nothing is raised."""
+    owner = _Owner(_Refusing(), 10)
+    _cap_timeout(owner, 4.0)
+    assert (owner._client._timeout, owner._timeout) == (9.0, 10)

@@ -362,3 +362,62 @@ def test_the_apps_logger_provider_is_used_and_a_wrong_one_is_named() -> None:
     with pytest.raises(TypeError) as error:
         app_logger_provider("not a provider")
     assert str(error.value) == "logger_provider must be an OpenTelemetry LoggerProvider, got str"
+
+
+def test_a_file_choice_without_its_file_is_refused_in_these_words() -> None:
+    """The message says what is missing."""
+    with pytest.raises(ValueError, match="needs the shared") as error:
+        chosen_exporter("traces", ExporterChoice("file", Path("x")))
+    assert str(error.value) == "a file exporter choice needs the shared JsonLinesFile"
+
+
+def test_an_endpoint_without_a_port_is_probed_on_the_protocols_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An endpoint variable with neither scheme nor port: gRPC probes 4317, HTTP 4318."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+    _, grpc = guarded_exporter("traces", OtlpTarget())
+    assert grpc.address == ("collector", 4317)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector/v1/traces")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
+    _, http = guarded_exporter("traces", OtlpTarget())
+    assert http.address == ("collector", 4318)
+
+
+def test_a_batched_provider_builds_what_it_was_configured_with(
+    shared: JsonLinesFile, tmp_path: Path
+) -> None:
+    """A BatchedProvider made here builds its provider type with its processor kind over its
+    signal's exporter; `skip` true builds one without any."""
+    from groundwire.exporters._counting import CountingBatchSpanProcessor
+    from groundwire.exporters._providers import BatchedProvider
+
+    build = BatchedProvider(
+        "traces", TracerProvider, TracerProvider.add_span_processor, CountingBatchSpanProcessor
+    )
+    provider = build(Resource.create({}), ExporterChoice("file", tmp_path), shared)
+    (processor,) = provider._active_span_processor._span_processors
+    assert type(processor) is CountingBatchSpanProcessor
+    provider.get_tracer("t").start_span("one").end()
+    assert provider.force_flush(5_000)
+    assert "resourceSpans" in _lines(tmp_path / "telemetry.jsonl")[0]
+    provider.shutdown()
+    skipped = BatchedProvider(
+        "traces",
+        TracerProvider,
+        TracerProvider.add_span_processor,
+        CountingBatchSpanProcessor,
+        skip=lambda: True,
+    )
+    empty = skipped(Resource.create({}), ExporterChoice("file", tmp_path), shared)
+    assert empty._active_span_processor._span_processors == ()
+
+
+def test_the_meter_provider_exports_at_the_interval_given(shared: JsonLinesFile) -> None:
+    """An interval given is the push reader's, whatever the variable says."""
+    provider, push = build_meter_provider(
+        Resource.create({}), ExporterChoice("file", Path("x")), shared, interval_millis=12_345
+    )
+    assert push is not None and push._export_interval_millis == 12_345
+    provider.shutdown()

@@ -9,6 +9,7 @@ network.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +18,12 @@ from typing import Any
 import pytest
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import (
+    InMemoryMetricReader,
+    MetricExporter,
+    MetricExportResult,
+    MetricsData,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
@@ -305,3 +311,149 @@ def test_millis_is_what_is_left_and_at_least_one() -> None:
     assert 2_900 <= _millis(time.monotonic() + 3.0) <= 3_000
     assert _millis(time.monotonic() - 5.0) == 1
     assert _millis(time.monotonic() + 0.0015) == 1
+
+
+def test_defaults_give_logs_and_every_provider_the_resource(tmp_path: Path) -> None:
+    """Without `logs=`, a logger provider is built; every provider carries the resource; an
+    interval given reaches the metric reader."""
+    resource = Resource.create({"service.name": "svc"})
+    providers = build_otlp_providers(
+        _TARGET,
+        resource,
+        interval_millis=12_345,
+        exporters={
+            "traces": InMemorySpanExporter(),
+            "logs": InMemoryLogRecordExporter(),
+            "metrics": JsonLinesMetricExporter(tmp_path / "m.jsonl"),
+        },
+    )
+    assert providers.logger_provider is not None
+    assert providers.logger_provider.resource.attributes["service.name"] == "svc"
+    assert providers.meter_provider._sdk_config.resource.attributes["service.name"] == "svc"
+    (push,) = providers.meter_provider._metric_readers
+    assert push._export_interval_millis == 12_345
+    assert providers.shutdown(5.0) is True
+
+
+class HangingSpans(InMemorySpanExporter):
+    """An exporter whose export blocks until it is shut down (a Collector that never answers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.shut = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Block until released or shut."""
+        self.release.wait(10)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        """Release the export in progress."""
+        self.shut.set()
+        self.release.set()
+
+
+class HangingMetrics(MetricExporter):
+    """A metric exporter whose export blocks until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        """Block until released."""
+        self.release.wait(10)
+        return MetricExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        """Nothing buffered."""
+        return True
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        """Wait for the export in progress, as an exporter stuck in a call does."""
+        self.release.wait(10)
+
+
+def test_shutdown_abandons_what_hangs_and_says_which(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An export that never returns: shutdown returns by its deadline with False, stops the
+    hanging exporters, and one warning names the counts and the calls abandoned."""
+    spans = HangingSpans()
+    logs = HangingSpans()
+    providers = build_otlp_providers(
+        _TARGET,
+        Resource.create({}),
+        batch_delay_millis=10,
+        exporters={
+            "traces": spans,
+            "logs": logs,
+            "metrics": JsonLinesMetricExporter(tmp_path / "m.jsonl"),
+        },
+    )
+    providers.tracer_provider.get_tracer("t").start_span("s").end()
+    providers.logger_provider.get_logger("t").emit(body="r")  # type: ignore[union-attr]
+    time.sleep(0.2)  # both exports are now waiting
+    with caplog.at_level(logging.WARNING, logger="groundwire"):
+        started = time.monotonic()
+        assert providers.shutdown(0.5) is False
+        assert time.monotonic() - started < 2.0
+    assert spans.shut.is_set() and logs.shut.is_set()
+    (line,) = [r.getMessage() for r in caplog.records if "not exported" in r.getMessage()]
+    assert line == (
+        "telemetry not exported at shutdown (deadline 0.5 s): 1 spans, 1 log records"
+        "; still running, abandoned: shut tracer provider, shut logger provider"
+    )
+
+
+def test_shutdown_with_only_a_hanging_meter_says_nothing_missing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Only a metric export hangs: nothing counted missing, the meter close is abandoned."""
+    metrics = HangingMetrics()
+    providers = build_otlp_providers(
+        _TARGET,
+        Resource.create({}),
+        exporters={
+            "traces": InMemorySpanExporter(),
+            "logs": InMemoryLogRecordExporter(),
+            "metrics": metrics,
+        },
+    )
+    providers.meter_provider.get_meter("t").create_counter("c").add(1)
+    with caplog.at_level(logging.WARNING, logger="groundwire"):
+        assert providers.shutdown(0.5) is False
+    metrics.release.set()
+    (line,) = [r.getMessage() for r in caplog.records if "not exported" in r.getMessage()]
+    assert line == (
+        "telemetry not exported at shutdown (deadline 0.5 s): nothing"
+        "; still running, abandoned: shut meter provider 0"
+    )
+
+
+def test_a_zero_deadline_leaves_no_time_to_export(tmp_path: Path) -> None:
+    """shutdown(0) (or less) has no time: queued spans are not exported, the answer is False."""
+    providers, spans, _ = _providers(tmp_path, batch_delay_millis=60_000)
+    _emit(providers, spans=2, records=0)
+    assert providers.shutdown(0.0) is False
+    assert spans.get_finished_spans() == ()
+
+
+def test_closing_lines_are_exact_with_the_traceback_in_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A provider that fails to close: one warning in these words, the traceback at debug."""
+
+    def broken() -> None:
+        raise OSError("disk full")
+
+    with caplog.at_level(logging.DEBUG, logger="groundwire"):
+        _closing(lambda _m: True, broken, time.monotonic() + 1)()
+        _meter_closing(BrokenMeters("late"), time.monotonic() + 1)()
+    messages = {r.getMessage(): r for r in caplog.records}
+    assert "closing a telemetry provider failed: OSError: disk full" in messages
+    assert messages["closing a telemetry provider failed"].exc_info is not None
+    assert messages["closing a meter provider failed"].exc_info is not None
