@@ -438,3 +438,115 @@ def test_on_ray_workers_write_parquet_parts_and_encode_line_formats(
     exported.export.close()
     options = RescoreOptions(paths=traces, evaluators=["quoted_spans"], out=tmp_path / "l.parquet")
     assert start(options, check_inputs(options), None).worker_parts() is None
+
+
+def test_results_are_the_turns_scored_with_sane_times(traces: Path) -> None:
+    """Each result kept is a scored turn; every time reported is the run's own (seconds, not
+    a clock reading)."""
+    seen: list[float] = []
+    summary = rescore(traces, ["quoted_spans"], None, progress=lambda s: seen.append(s.elapsed_s))
+    assert summary.results is not None
+    assert sorted(r.turn.query for r in summary.results) == [
+        f"How tall is the Eiffel Tower? ({i})" for i in range(TURNS)
+    ]
+    assert 0 < summary.elapsed_s < 60 and seen and all(0 < s < 60 for s in seen)
+
+
+def test_out_is_locked_while_the_run_writes(traces: Path, tmp_path: Path) -> None:
+    """During a run, another run on the same OUT is refused."""
+    out = tmp_path / "out.jsonl"
+    refused: list[str] = []
+
+    def try_again(results: list[Any]) -> None:
+        with pytest.raises(OutputPathError) as error:
+            hold_output(out)
+        refused.append(str(error.value))
+
+    run_rescore(
+        RescoreOptions(paths=traces, evaluators=["quoted_spans"], out=out, on_results=try_again)
+    )
+    assert refused and "another groundwire run is writing" in refused[0]
+
+
+def test_a_failed_run_leaves_an_existing_parquet_out_untouched(
+    traces: Path, tmp_path: Path
+) -> None:
+    """Parquet merges its parts into OUT on close: a failed run abandons them instead, so an
+    existing OUT keeps its bytes."""
+    out = tmp_path / "out.parquet"
+    rescore(traces, ["quoted_spans"], out)
+    before = out.read_bytes()
+
+    def crash(results: list[Any]) -> None:
+        raise RuntimeError("hook failed")
+
+    with pytest.raises(RuntimeError):
+        rescore(traces, ["quoted_spans"], out, chunk_size=1, on_results=crash, on_problem=print)
+    assert out.read_bytes() == before
+
+
+def test_a_csv_out_has_a_column_per_evaluator(traces: Path, tmp_path: Path) -> None:
+    """The writer is opened with the evaluators' names (the CSV header names them)."""
+    out = tmp_path / "out.csv"
+    rescore(traces, ["quoted_spans"], out)
+    assert "quoted_spans" in out.read_text(encoding="utf-8").splitlines()[0]
+
+
+def test_bad_records_are_reported_counted_or_fatal_when_strict(
+    traces: Path, tmp_path: Path
+) -> None:
+    """A broken line: reported to `on_problem` and counted in the summary; with `strict` the
+    run stops on it."""
+    from groundwire.offline import BadRecordError
+
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(traces.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
+    notices: list[str] = []
+    summary = rescore(damaged, ["quoted_spans"], None, on_problem=notices.append)
+    assert summary.read.bad_records == 1 and len(notices) == 1
+    assert summary.turns_scored == TURNS
+    with pytest.raises(BadRecordError):
+        rescore(damaged, ["quoted_spans"], None, strict=True, on_problem=notices.append)
+
+
+def test_a_file_without_turns_still_tallies_every_evaluator(tmp_path: Path) -> None:
+    """No turn at all: the summary still has one (empty) tally per evaluator."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    summary = rescore(empty, ["quoted_spans"], None, on_problem=lambda _t: None)
+    assert list(summary.tallies) == ["quoted_spans"]
+    assert summary.tallies["quoted_spans"].scored == 0
+
+
+def test_reading_several_files_reports_progress_before_scoring(tmp_path: Path) -> None:
+    """Grouping several files reads them all first: progress is told while reading too."""
+    spans = record_turns(TURNS)
+    first = write_groundwire_jsonl(spans[:6], tmp_path / "a.jsonl")
+    second = write_groundwire_jsonl(spans[6:], tmp_path / "b.jsonl")
+    seen: list[int] = []
+    rescore(
+        [first, second],
+        ["quoted_spans"],
+        None,
+        chunk_size=100,
+        progress=lambda s: seen.append(s.turns_scored),
+    )
+    assert seen[0] == 0 and seen[-1] == TURNS
+
+
+def test_a_sigint_during_the_run_is_a_graceful_stop(traces: Path, tmp_path: Path) -> None:
+    """The first Ctrl-C while the run writes sets its stop flag: it ends after the chunk in
+    flight, interrupted, with OUT valid."""
+    import os
+    import signal
+
+    out = tmp_path / "out.jsonl"
+    summary = rescore(
+        traces,
+        ["quoted_spans"],
+        out,
+        chunk_size=1,
+        on_results=lambda _r: os.kill(os.getpid(), signal.SIGINT),
+    )
+    assert summary.interrupted is True and 1 <= summary.turns_scored < TURNS
+    assert len(_lines(out)) == summary.turns_scored
