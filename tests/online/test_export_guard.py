@@ -578,6 +578,13 @@ def _debug(caplog: pytest.LogCaptureFixture, message: str) -> logging.LogRecord:
     return record
 
 
+def _traceback_of(record: logging.LogRecord) -> object:
+    """The exception type whose traceback a record carries (None when it carries none; a
+    record logged with exc_info=False keeps False, which is no traceback either)."""
+    info = record.exc_info
+    return info[0] if isinstance(info, tuple) else None
+
+
 def test_debug_lines_carry_the_traceback(caplog: pytest.LogCaptureFixture) -> None:
     """An exporter that fails to stop or raises during export: the debug line says so exactly,
     with the traceback."""
@@ -590,8 +597,8 @@ def test_debug_lines_carry_the_traceback(caplog: pytest.LogCaptureFixture) -> No
     with caplog.at_level(logging.DEBUG, logger="groundwire"):
         guard.stop()
         GuardedSpanExporter(RaisingSpans(), ExportGuard("t", None)).export(_spans(1))
-    assert _debug(caplog, "could not stop the exporter").exc_info is not None
-    assert _debug(caplog, "span export raised").exc_info is not None
+    assert _traceback_of(_debug(caplog, "could not stop the exporter")) is RuntimeError
+    assert _traceback_of(_debug(caplog, "span export raised")) is ConnectionError
 
 
 class _FlushRecording(InMemorySpanExporter):
@@ -694,7 +701,7 @@ def test_a_skipped_or_raising_metric_export(caplog: pytest.LogCaptureFixture) ->
     with caplog.at_level(logging.DEBUG, logger="groundwire"):
         raised = GuardedMetricExporter(Raising(), ExportGuard("m", None)).export(data)
     assert raised is MetricExportResult.FAILURE
-    assert _debug(caplog, "metric export raised").exc_info is not None
+    assert _traceback_of(_debug(caplog, "metric export raised")) is OSError
 
 
 def test_metric_shutdown_default_and_keywords() -> None:

@@ -455,5 +455,7 @@ def test_closing_lines_are_exact_with_the_traceback_in_debug(
         _meter_closing(BrokenMeters("late"), time.monotonic() + 1)()
     messages = {r.getMessage(): r for r in caplog.records}
     assert "closing a telemetry provider failed: OSError: disk full" in messages
-    assert messages["closing a telemetry provider failed"].exc_info is not None
-    assert messages["closing a meter provider failed"].exc_info is not None
+    closing = messages["closing a telemetry provider failed"].exc_info
+    assert isinstance(closing, tuple) and closing[0] is OSError
+    meter = messages["closing a meter provider failed"].exc_info
+    assert isinstance(meter, tuple) and meter[0] is RuntimeError
