@@ -17,12 +17,10 @@ from opentelemetry._logs import LoggerProvider as ApiLoggerProvider
 from opentelemetry._logs import NoOpLoggerProvider, get_logger_provider
 from opentelemetry._logs._internal import ProxyLoggerProvider
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk.resources import Resource
 
 from groundwire.exporters._counting import CountingBatchLogRecordProcessor
-from groundwire.exporters._guard import ExportGuard
 from groundwire.exporters._jsonl import JsonLinesFile, JsonLinesLogExporter
-from groundwire.exporters._providers import ExporterChoice, add_counting_batch
+from groundwire.exporters._providers import BatchedProvider, ExporterChoice
 from groundwire.exporters._target import otlp_exporter
 
 __all__ = [
@@ -66,21 +64,12 @@ def log_exporter(choice: ExporterChoice, file: JsonLinesFile | None = None) -> A
     return None
 
 
-def build_logger_provider(
-    resource: Resource,
-    choice: ExporterChoice,
-    file: JsonLinesFile | None = None,
-    *,
-    guards: list[ExportGuard] | None = None,
-    **batch_options: Any,
-) -> LoggerProvider:
-    """An SDK logger provider batching records to the chosen exporter (`batch_options` go to the
-    batch processor); the OTLP exporter's guard is appended to `guards`."""
-    provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
-    if logs_disabled():
-        return provider
-    add = provider.add_log_record_processor
-    add_counting_batch(
-        "logs", CountingBatchLogRecordProcessor, add, choice, file, guards, batch_options
-    )
-    return provider
+build_logger_provider = BatchedProvider(
+    "logs",
+    LoggerProvider,
+    LoggerProvider.add_log_record_processor,
+    CountingBatchLogRecordProcessor,
+    skip=logs_disabled,
+)
+"""An SDK logger provider batching records to the chosen exporter (`BatchedProvider`); with
+`OTEL_LOGS_EXPORTER=none` it has no processor."""

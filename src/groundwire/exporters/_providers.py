@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
@@ -55,8 +55,8 @@ from groundwire.exporters._target import (
 __all__ = [
     "DEFAULT_OUTPUT_PATH",
     "EXPORTER_CHOICES",
+    "BatchedProvider",
     "ExporterChoice",
-    "add_counting_batch",
     "build_meter_provider",
     "build_tracer_provider",
     "choose_exporter",
@@ -70,6 +70,9 @@ EXPORTER_CHOICES = ("auto", "otlp", "file", "none")
 """Values of `configure(exporter=...)` / `GROUNDWIRE_EXPORTER`."""
 DEFAULT_OUTPUT_PATH = Path("groundwire-telemetry.jsonl")
 """Where telemetry goes when no OTLP endpoint is configured (relative to the working directory)."""
+
+P = TypeVar("P")
+"""The SDK provider a `BatchedProvider` builds."""
 
 _ENDPOINT_VARS = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -165,38 +168,55 @@ _GUARDED: dict[str, Any] = {
 }
 
 
-def add_counting_batch(
-    signal: str,
-    kind: type[Counting],
-    add: Callable[[Counting], None],
-    choice: ExporterChoice,
-    file: JsonLinesFile | None,
-    guards: list[ExportGuard] | None,
-    batch_options: dict[str, Any],
-) -> None:
-    """`add` a counting batch processor (`kind`) over the chosen exporter of `signal`
-    (nothing for `none`); its guard is appended to `guards`."""
-    exporter, guard = chosen_exporter(signal, choice, file)
-    if exporter is not None:
-        add(counting_batch(kind, exporter, guard, guards, **batch_options))
+class BatchedProvider(Generic[P, Counting]):
+    """Builds groundwire's own SDK provider of one batched signal (traces or logs): a provider
+    of `provider_type` with a counting batch processor (`kind`, given to it by `add`) over the
+    chosen exporter of `signal`.
+
+    One builder serves both signals, so the tracer and logger providers are made the same way
+    (`shutdown_on_exit=False`, the guard's count tied to the processor); `skip` says when the
+    signal is switched off (the provider is then built without a processor).
+    """
+
+    def __init__(
+        self,
+        signal: str,
+        provider_type: Callable[..., P],
+        add: Callable[[P, Counting], None],
+        kind: type[Counting],
+        skip: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.signal = signal
+        self.provider_type = provider_type
+        self.add: Callable[[P, Counting], None] = add
+        self.kind: type[Counting] = kind
+        self.skip = skip
+
+    def __call__(
+        self,
+        resource: Resource,
+        choice: ExporterChoice,
+        file: JsonLinesFile | None = None,
+        *,
+        guards: list[ExportGuard] | None = None,
+        **batch_options: Any,
+    ) -> P:
+        """The provider batching to the chosen exporter (`batch_options` go to the batch
+        processor; nothing for `none`); the OTLP exporter's guard is appended to `guards`."""
+        provider = self.provider_type(resource=resource, shutdown_on_exit=False)
+        if self.skip():
+            return provider
+        exporter, guard = chosen_exporter(self.signal, choice, file)
+        if exporter is not None:
+            batch = counting_batch(self.kind, exporter, guard, guards, **batch_options)
+            self.add(provider, batch)
+        return provider
 
 
-def build_tracer_provider(
-    resource: Resource,
-    choice: ExporterChoice,
-    file: JsonLinesFile | None = None,
-    *,
-    guards: list[ExportGuard] | None = None,
-    **batch_options: Any,
-) -> TracerProvider:
-    """An SDK tracer provider batching spans to the chosen exporter (`batch_options` go to the
-    batch processor); the OTLP exporter's guard is appended to `guards`."""
-    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    add = provider.add_span_processor
-    add_counting_batch(
-        "traces", CountingBatchSpanProcessor, add, choice, file, guards, batch_options
-    )
-    return provider
+build_tracer_provider = BatchedProvider(
+    "traces", TracerProvider, TracerProvider.add_span_processor, CountingBatchSpanProcessor
+)
+"""An SDK tracer provider batching spans to the chosen exporter (`BatchedProvider`)."""
 
 
 def build_meter_provider(
