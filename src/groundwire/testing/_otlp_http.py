@@ -86,6 +86,16 @@ def _answer(handler: BaseHTTPRequestHandler, status: int, body: bytes, media: st
     handler.wfile.write(body)
 
 
+class _Server(ThreadingHTTPServer):
+    """The standard threading server with a listen backlog of 128, not socketserver's 5: at a
+    shutdown, each signal's exporter and each export guard's reachability probe connect at
+    once, and on a busy machine a sixth connection waiting for `accept` would have its SYN
+    dropped and retried a second later, past the probe's timeout (a live receiver counted as
+    unreachable)."""
+
+    request_queue_size = 128
+
+
 class OtlpHttpReceiver(Collector):
     """An OTLP/HTTP receiver (protobuf and JSON) on 127.0.0.1; a context manager that starts and
     stops.
@@ -118,7 +128,7 @@ class OtlpHttpReceiver(Collector):
                 """Keep the test output quiet."""
                 return
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self._requested_port), Handler)
+        self._server = _Server(("127.0.0.1", self._requested_port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="otlp-http-receiver", daemon=True
