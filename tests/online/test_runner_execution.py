@@ -4,11 +4,12 @@ the setup of groundwire's threads, warm-up, and the executors' rules for hung an
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import pytest
@@ -334,5 +335,108 @@ def test_judge_tokens_are_spent_from_the_budget(emitter: Emitter) -> None:
             runner.submit(make_turn(i))
         assert runner.force_flush(5)
         assert budget.used() == 3 * 42
+    finally:
+        runner.shutdown(1)
+
+
+@pytest.fixture
+def reaped() -> Iterator[None]:
+    """Worker processes the test's runner killed are reaped before the next test, so none is
+    left as a zombie child of the test process."""
+    yield
+    deadline = time.monotonic() + 5
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+class _ExitsTheProcess:
+    """A sync evaluator that ends the worker process it runs in."""
+
+    name = "exits"
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """End this process at once."""
+        os._exit(3)
+
+
+class _SleepsInTheProcess:
+    """A sync evaluator that takes 10 s (past any timeout the test sets)."""
+
+    name = "sleeps"
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """Sleep, then score."""
+        time.sleep(10)
+        return Score(name=self.name, value=1.0)
+
+
+@pytest.mark.usefixtures("reaped")
+def test_a_dead_worker_process_fails_each_evaluation_of_the_turn_with_its_error(
+    telemetry: Telemetry, emitter: Emitter
+) -> None:
+    """When the process dies mid-call, every evaluator of that round trip is scored as failed
+    with the process's error; the app's own thread is untouched."""
+    config = RunnerConfig([_ExitsTheProcess(), HasContext()], executor="process", workers=1)
+    runner = BackgroundRunner(config, emitter)
+    try:
+        runner.submit(make_turn(1))
+        assert runner.force_flush(60)
+        assert runner.stats().errored == 1
+        assert telemetry.counts() == {("exits", "error"): 1, ("has_context", "error"): 1}
+        (span,) = telemetry.finished(semconv.EVALUATION_SPAN_NAME)
+        texts = [str(v) for v in (span.attributes or {}).values()]
+        assert "RuntimeError: the evaluation worker process exited" in texts, texts
+    finally:
+        runner.shutdown(1)
+
+
+@pytest.mark.usefixtures("reaped")
+def test_a_worker_process_call_past_the_timeout_is_a_timeout_naming_the_limit(
+    telemetry: Telemetry, emitter: Emitter
+) -> None:
+    """A round trip longer than evaluator_timeout_s scores each of its evaluators as a
+    TimeoutError that names the limit, with the time waited as its duration."""
+    config = RunnerConfig(
+        [_SleepsInTheProcess(), HasContext()],
+        executor="process",
+        workers=1,
+        evaluator_timeout_s=0.5,
+    )
+    runner = BackgroundRunner(config, emitter)
+    try:
+        runner.submit(make_turn(1))
+        assert runner.force_flush(60)
+        assert telemetry.counts() == {("sleeps", "error"): 1, ("has_context", "error"): 1}
+        (span,) = telemetry.finished(semconv.EVALUATION_SPAN_NAME)
+        texts = [str(v) for v in (span.attributes or {}).values()]
+        assert "TimeoutError: no result within 0.5 s" in texts, texts
+        durations = telemetry.points(semconv.METRIC_EVALUATION_DURATION)
+        assert len(durations) == 2 and all(p.sum >= 0.5 for p in durations)
+    finally:
+        runner.shutdown(1)
+
+
+@pytest.mark.usefixtures("reaped")
+def test_the_worker_process_runs_only_the_turns_remaining_sync_evaluators(
+    telemetry: Telemetry, emitter: Emitter
+) -> None:
+    """Sync evaluators go to the process in one round trip, async judges to the loop; a turn
+    with none left for the process is not sent there."""
+    judge = Judge()
+    config = RunnerConfig(
+        [HasContext(), judge, AnswerLength()],
+        executor="process",
+        evaluator_sample_rates={"has_context": 0.0, "answer_length": 0.0},
+    )
+    runner = BackgroundRunner(config, emitter)
+    try:
+        runner.submit(make_turn(1))
+        assert runner.force_flush(60)
+        assert telemetry.counts() == {
+            ("has_context", semconv.OUTCOME_SAMPLED_OUT): 1,
+            ("answer_length", semconv.OUTCOME_SAMPLED_OUT): 1,
+            ("judge", semconv.OUTCOME_OK): 1,
+        }
+        assert judge.calls == 1
     finally:
         runner.shutdown(1)
