@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -22,6 +23,16 @@ from groundwire.runner._emission import Emission
 from groundwire.runner._jobs import InlineResult, Job
 
 from .conftest import AnswerLength, HasContext, Judge, Telemetry, make_turn
+from .test_runner_emission import Routed, in_memory
+
+
+@pytest.fixture
+def app_telemetry() -> Iterator[Telemetry]:
+    """A second set of providers: the app's own, for turns of `shop`."""
+    telemetry = in_memory()
+    yield telemetry
+    telemetry.meter_provider.shutdown()
+    telemetry.tracer_provider.shutdown()
 
 
 def _admission(emitter: Emitter, config: RunnerConfig) -> Admission:
@@ -351,3 +362,118 @@ def test_shutdown_wakes_idle_workers_so_they_exit_at_once(
     while any(t.is_alive() for t in mine if t.name.startswith("groundwire-worker")):
         assert time.monotonic() < deadline, "a worker kept waiting after shutdown"
         time.sleep(0.01)
+
+
+def test_a_requeued_job_is_returned_once_by_stop(emitter: Emitter) -> None:
+    """A job put back at the head is no longer counted as running: stop() returns it once."""
+    admission = _admission(emitter, RunnerConfig([AnswerLength()]))
+    for i in range(2):
+        admission.admit(make_turn(i), None)
+    _, first = admission.next_job()
+    assert first is not None
+    admission.requeue_first(first)
+    assert [job.turn for job in admission.stop()] == [make_turn(0), make_turn(1)]
+
+
+def test_a_new_admission_is_open_and_not_stopping(emitter: Emitter) -> None:
+    """Before stop() the runner is not stopping (a turn handed over is queued, not dropped)."""
+    admission = _admission(emitter, RunnerConfig([AnswerLength()]))
+    assert admission.stopping is False
+    assert admission.admit(make_turn(1), None) is True
+    assert admission.stats().in_flight == 1
+
+
+def test_every_turn_handed_over_after_stop_is_counted(
+    telemetry: Telemetry, emitter: Emitter
+) -> None:
+    """Two turns that slipped past the queue check after stop() are two dropped turns."""
+    admission = _admission(emitter, RunnerConfig([AnswerLength()]))
+    admission.stop()
+    admission.admit(make_turn(1), None)
+    admission.admit(make_turn(2), None)
+    assert admission.stats().dropped == 2
+    assert telemetry.counts() == {("answer_length", semconv.OUTCOME_DROPPED): 2}
+
+
+def test_turns_deferred_across_several_takes_are_all_counted(
+    telemetry: Telemetry, emitter: Emitter
+) -> None:
+    """Sampled-out turns taken in by separate stats() calls add up before the metrics flush."""
+    admission = _admission(emitter, RunnerConfig([AnswerLength()], sample_rate=0.0))
+    for i in range(3):
+        admission.admit(make_turn(i), None)
+        admission.stats()  # takes the inbox in, defers its metric points
+    admission.flush_deferred()
+    assert telemetry.counts() == {("answer_length", semconv.OUTCOME_SAMPLED_OUT): 3}
+
+
+def test_wait_finished_waits_out_a_short_deadline(emitter: Emitter) -> None:
+    """A deadline under a second still waits for the turn in flight (True when it lands)."""
+    admission = _admission(emitter, RunnerConfig([AnswerLength()]))
+    admission.admit(make_turn(1), None)
+    _, job = admission.next_job()
+    assert job is not None
+    threading.Timer(0.05, admission.count_finished, (job, "scored")).start()
+    assert admission.wait_finished(time.monotonic() + 0.8) is True
+
+
+def test_the_drop_warning_says_where_the_drops_are_counted(
+    emitter: Emitter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The warning's full text: the bound, and the metric that counts the dropped turns."""
+    admission = _admission(emitter, RunnerConfig([AnswerLength()], max_queue_size=2))
+    with caplog.at_level(logging.WARNING, logger="groundwire.runner"):
+        admission.close()
+        admission.admit(make_turn(1), None)
+    assert [r.getMessage() for r in caplog.records] == [
+        "evaluation queue full (max_queue_size=2) or shut down: dropping turns "
+        "(counted in groundwire.evaluations{groundwire.outcome=dropped})"
+    ]
+
+
+def test_plan_says_nothing_is_left_when_the_filter_rejects_the_turn(
+    telemetry: Telemetry, emitter: Emitter
+) -> None:
+    """A rejected turn: plan returns False, every pending evaluation counted sampled out."""
+    length = AnswerLength()
+    config = RunnerConfig([length], turn_filter=lambda turn: False)
+    emission = Emission(emitter, ("answer_length",), ("answer_length",))
+    job = Job(make_turn(1), InlineResult(), {"answer_length"})
+    assert plan(job, config, ([length], []), emission) is False
+    assert job.pending == set() and job.sync == []
+    assert telemetry.counts() == {("answer_length", semconv.OUTCOME_SAMPLED_OUT): 1}
+
+
+def test_admission_and_plan_count_under_the_turns_app(
+    telemetry: Telemetry, app_telemetry: Telemetry
+) -> None:
+    """Drops with inline scores, a raising filter and a per-evaluator rate all count under
+    the app the turn came from."""
+    routed = Routed(telemetry, app_telemetry)
+    config = RunnerConfig(
+        [AnswerLength(), HasContext()],
+        inline=frozenset({"has_context"}),
+        max_queue_size=1,
+        evaluator_sample_rates={"answer_length": 0.0},
+    )
+    admission = _admission(routed, config)
+    shop = make_turn(1).model_copy(update={"attributes": {semconv.SERVICE_NAME: "shop"}})
+    admission.admit(make_turn(0), None)
+    assert admission.admit(shop, _inline_ok("has_context")) is False  # the queue is full
+    emission = Emission(routed, ("answer_length", "has_context"), ("answer_length",))
+    rated = Job(shop, InlineResult(), {"answer_length"})
+    assert plan(rated, config, ([AnswerLength()], []), emission) is False
+
+    def broken(turn: RagTurn) -> bool:
+        raise ValueError("bad filter")
+
+    failing = RunnerConfig([AnswerLength()], turn_filter=broken)
+    assert plan(Job(shop, InlineResult(), {"answer_length"}), failing, ([], []), emission) is False
+    admission.flush_deferred()
+    assert telemetry.counts() == {}
+    assert app_telemetry.counts() == {
+        ("has_context", semconv.OUTCOME_OK): 1,
+        ("answer_length", semconv.OUTCOME_DROPPED): 1,
+        ("answer_length", semconv.OUTCOME_SAMPLED_OUT): 1,
+        ("answer_length", semconv.OUTCOME_ERROR): 1,
+    }

@@ -31,7 +31,7 @@ def _of(service: object) -> RagTurn:
     return make_turn(1).model_copy(update={"attributes": {semconv.SERVICE_NAME: service}})
 
 
-class _Routed(Emitter):
+class Routed(Emitter):
     """An Emitter that routes one app's results to a second set of providers."""
 
     def __init__(self, own: Telemetry, app: Telemetry) -> None:
@@ -45,17 +45,22 @@ class _Routed(Emitter):
         return self.app if service == "shop" else self
 
 
-@pytest.fixture
-def app_telemetry() -> Iterator[Telemetry]:
-    """A second set of providers with in-memory readers: the app's own."""
+def in_memory() -> Telemetry:
+    """Providers with in-memory span and metric readers (shut down by the caller)."""
     spans = InMemorySpanExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
     reader = InMemoryMetricReader()
-    meter_provider = MeterProvider(metric_readers=[reader])
-    yield Telemetry(tracer_provider, meter_provider, spans, reader)
-    meter_provider.shutdown()
-    tracer_provider.shutdown()
+    return Telemetry(tracer_provider, MeterProvider(metric_readers=[reader]), spans, reader)
+
+
+@pytest.fixture
+def app_telemetry() -> Iterator[Telemetry]:
+    """A second set of providers with in-memory readers: the app's own."""
+    telemetry = in_memory()
+    yield telemetry
+    telemetry.meter_provider.shutdown()
+    telemetry.tracer_provider.shutdown()
 
 
 def test_service_of_reads_only_a_string_service_name() -> None:
@@ -139,7 +144,7 @@ def test_count_turns_counts_every_evaluator_when_sampled_out_and_background_when
 
 def test_every_result_goes_to_the_turns_app(telemetry: Telemetry, app_telemetry: Telemetry) -> None:
     """record, record_inline, count, count_turns and emit_span all ask for the turn's app."""
-    routed = _Routed(telemetry, app_telemetry)
+    routed = Routed(telemetry, app_telemetry)
     emission = Emission(routed, ("length",), ("length",))
     turn = _of("shop")
     emission.record(turn, _OK)
