@@ -477,3 +477,31 @@ def test_admission_and_plan_count_under_the_turns_app(
         ("answer_length", semconv.OUTCOME_SAMPLED_OUT): 1,
         ("answer_length", semconv.OUTCOME_ERROR): 1,
     }
+
+
+def test_a_turn_handed_over_after_stop_is_counted_under_its_app(
+    telemetry: Telemetry, app_telemetry: Telemetry
+) -> None:
+    """The late turn's drop and its inline scores land under the app it came from."""
+    config = RunnerConfig([AnswerLength(), HasContext()], inline=frozenset({"has_context"}))
+    admission = _admission(Routed(telemetry, app_telemetry), config)
+    admission.stop()
+    shop = make_turn(1).model_copy(update={"attributes": {semconv.SERVICE_NAME: "shop"}})
+    admission.admit(shop, _inline_ok("has_context"))
+    assert telemetry.counts() == {}
+    assert app_telemetry.counts() == {
+        ("answer_length", semconv.OUTCOME_DROPPED): 1,
+        ("has_context", semconv.OUTCOME_OK): 1,
+    }
+
+
+def test_idle_workers_wait_without_spinning(emitter: Emitter) -> None:
+    """Workers with nothing to do sleep on the lock: an idle runner uses almost no CPU."""
+    runner = BackgroundRunner(RunnerConfig([AnswerLength()], workers=2), emitter)
+    try:
+        time.sleep(0.1)
+        started = time.process_time()
+        time.sleep(1.0)
+        assert time.process_time() - started < 0.05
+    finally:
+        runner.shutdown(1)
