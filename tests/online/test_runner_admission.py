@@ -505,3 +505,19 @@ def test_idle_workers_wait_without_spinning(emitter: Emitter) -> None:
         assert time.process_time() - started < 0.05
     finally:
         runner.shutdown(1)
+
+
+def test_a_turn_lost_before_submission_is_counted_under_its_app(
+    telemetry: Telemetry, app_telemetry: Telemetry
+) -> None:
+    """count_dropped_turn counts the drop and the inline scores under the turn's app."""
+    config = RunnerConfig([AnswerLength(), HasContext()], inline=frozenset({"has_context"}))
+    admission = _admission(Routed(telemetry, app_telemetry), config)
+    shop = make_turn(1).model_copy(update={"attributes": {semconv.SERVICE_NAME: "shop"}})
+    admission.count_dropped_turn(_inline_ok("has_context"), shop)
+    admission.flush_deferred()
+    assert telemetry.counts() == {}
+    assert app_telemetry.counts() == {
+        ("answer_length", semconv.OUTCOME_DROPPED): 1,
+        ("has_context", semconv.OUTCOME_OK): 1,
+    }

@@ -440,3 +440,65 @@ def test_the_worker_process_runs_only_the_turns_remaining_sync_evaluators(
         assert judge.calls == 1
     finally:
         runner.shutdown(1)
+
+
+class _SlowJudge(Judge):
+    """An async judge still waiting when the test shuts the runner down."""
+
+    name = "slow_judge"
+
+    def __init__(self) -> None:
+        super().__init__(delay_s=30.0)
+
+
+def test_the_event_loop_thread_is_named_and_ends_at_shutdown(
+    emitter: Emitter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Async judges run on a thread called groundwire-async; shutdown cancels a judge still
+    waiting and ends the thread, with nothing logged as an error."""
+    before = set(threading.enumerate())
+    judge = _SlowJudge()
+    runner = BackgroundRunner(RunnerConfig([judge], workers=1), emitter)
+    (loop_thread,) = [t for t in threading.enumerate() if t not in before and "async" in t.name]
+    assert loop_thread.name == "groundwire-async"
+    with caplog.at_level(logging.DEBUG):
+        runner.submit(make_turn(1))
+        deadline = time.monotonic() + 5
+        while judge.calls == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        runner.shutdown(0.1)
+        loop_thread.join(2)
+    assert not loop_thread.is_alive()
+    assert runner.stats().dropped == 1
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+def test_a_turn_whose_judges_were_all_sampled_out_is_finished_by_its_worker(
+    emitter: Emitter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With no async evaluation left, the worker thread finishes the turn itself (the event
+    loop is not involved); judged turns are finished on the loop, with no callback error."""
+    finished_on: dict[str, str] = {}
+
+    def on_finished(turn: RagTurn, outcome: str) -> None:
+        finished_on[turn.query] = threading.current_thread().name
+
+    config = RunnerConfig(
+        [AnswerLength(), Judge()], workers=1, evaluator_sample_rates={"judge": 0.0}
+    )
+    runner = BackgroundRunner(config, emitter, on_finished=on_finished)
+    judged = BackgroundRunner(RunnerConfig([Judge()], workers=1), emitter, on_finished=on_finished)
+    try:
+        with caplog.at_level(logging.DEBUG):
+            runner.submit(make_turn(1))
+            judged.submit(make_turn(2))
+            assert runner.force_flush(5) and judged.force_flush(5)
+        assert finished_on == {
+            "question 1": "groundwire-worker-0",
+            "question 2": "groundwire-async",
+        }
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    finally:
+        runner.shutdown(1)
+        judged.shutdown(1)
