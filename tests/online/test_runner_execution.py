@@ -502,3 +502,71 @@ def test_a_turn_whose_judges_were_all_sampled_out_is_finished_by_its_worker(
     finally:
         runner.shutdown(1)
         judged.shutdown(1)
+
+
+def test_a_hung_second_evaluator_is_not_run_again_by_the_replacement_worker(
+    telemetry: Telemetry, emitter: Emitter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The rest of a turn after its hung call resumes past that call: the hung evaluator is
+    called once, the one before it is not run twice; the warning says exactly what happened."""
+    hangs = Hangs()
+    config = RunnerConfig([AnswerLength(), hangs, HasContext()], workers=1, evaluator_timeout_s=0.2)
+    runner = BackgroundRunner(config, emitter)
+    try:
+        with caplog.at_level(logging.WARNING, logger="groundwire.runner"):
+            runner.submit(make_turn(1))
+            assert runner.force_flush(5)
+        assert hangs.calls == 1
+        assert telemetry.counts() == {
+            ("answer_length", "ok"): 1,
+            ("hangs", "error"): 1,
+            ("has_context", "ok"): 1,
+        }
+        assert [r.getMessage() for r in caplog.records if r.name == "groundwire.runner"] == [
+            "evaluator 'hangs' gave no result within 0.2 s; abandoned"
+        ]
+    finally:
+        hangs.release.set()
+        runner.shutdown(1)
+
+
+def test_a_judge_waiting_for_a_slot_is_skipped_once_the_budget_is_spent(
+    telemetry: Telemetry, emitter: Emitter
+) -> None:
+    """The budget is checked again after the wait for a concurrency slot: the first judge call
+    spends it, so the judge queued behind it is skipped, not run."""
+    budget = TokenBudget(100)
+    config = RunnerConfig([Judge(delay_s=0.2)], workers=1, async_concurrency=1)
+    runner = BackgroundRunner(config, emitter, budget=budget)
+    try:
+        runner.submit(make_turn(1))
+        runner.submit(make_turn(2))
+        assert runner.force_flush(5)
+        assert telemetry.counts() == {
+            ("judge", semconv.OUTCOME_OK): 1,
+            ("judge", semconv.OUTCOME_SKIPPED): 1,
+        }
+    finally:
+        runner.shutdown(1)
+
+
+class _ReadsTheTurn:
+    """An async evaluator scoring the answer's length (so it must be given the turn)."""
+
+    name = "reads"
+
+    async def aevaluate(self, turn: RagTurn) -> Score:
+        """Score len(answer) / 100."""
+        return Score(name=self.name, value=len(turn.answer) / 100)
+
+
+def test_async_evaluators_are_given_the_turn(telemetry: Telemetry, emitter: Emitter) -> None:
+    """The event loop passes each async evaluator the turn it scores."""
+    runner = BackgroundRunner(RunnerConfig([_ReadsTheTurn()]), emitter)
+    try:
+        runner.submit(make_turn(1, answer="x" * 42))
+        assert runner.force_flush(5)
+        (point,) = telemetry.points(semconv.METRIC_EVALUATION_SCORE)
+        assert point.sum == 0.42
+    finally:
+        runner.shutdown(1)
