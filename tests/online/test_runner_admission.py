@@ -521,3 +521,19 @@ def test_a_turn_lost_before_submission_is_counted_under_its_app(
         ("answer_length", semconv.OUTCOME_DROPPED): 1,
         ("has_context", semconv.OUTCOME_OK): 1,
     }
+
+
+def test_the_filter_warning_names_the_error_exactly(
+    emitter: Emitter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The one warning for a raising filter reads 'turn_filter raised <type>: <message>'."""
+
+    def broken(turn: RagTurn) -> bool:
+        raise KeyError("query")
+
+    length = AnswerLength()
+    config = RunnerConfig([length], turn_filter=broken)
+    emission = Emission(emitter, ("answer_length",), ("answer_length",))
+    with caplog.at_level(logging.WARNING, logger="groundwire.runner"):
+        plan(Job(make_turn(1), InlineResult(), {"answer_length"}), config, ([length], []), emission)
+    assert [r.getMessage() for r in caplog.records] == ["turn_filter raised KeyError: 'query'"]
