@@ -42,6 +42,16 @@ def _admission(emitter: Emitter, config: RunnerConfig) -> Admission:
     return Admission(config, emission, has_work=bool(background))
 
 
+def _next_job(admission: Admission) -> tuple[bool, Job | None]:
+    """`admission.next_job()`, failing the test (not hanging it) when it waits over 2 s."""
+    result: list[tuple[bool, Job | None]] = []
+    waiter = threading.Thread(target=lambda: result.append(admission.next_job()), daemon=True)
+    waiter.start()
+    waiter.join(2)
+    assert result, "next_job() did not return within 2 s"
+    return result[0]
+
+
 def _inline_ok(name: str = "answer_length") -> InlineResult:
     """What inline evaluation did when one evaluator scored 0.5."""
     return InlineResult(outcomes=(EvaluationOutcome(Score(name=name, value=0.5), 0.01, False),))
@@ -214,13 +224,13 @@ def test_next_job_hands_out_jobs_in_order_and_stop_returns_the_unfinished(
     turns = [make_turn(i) for i in range(3)]
     for turn in turns:
         admission.admit(turn, None)
-    running, first = admission.next_job()
+    running, first = _next_job(admission)
     assert running is True and first is not None and first.turn == turns[0]
     leftovers = admission.stop()
     assert [job.turn for job in leftovers] == [turns[1], turns[2], turns[0]]
     assert admission.queue_size() == 0
     assert admission.stats().queue_size == 0
-    assert admission.next_job() == (False, None)
+    assert _next_job(admission) == (False, None)
 
 
 def test_requeue_first_puts_an_unfinished_job_back_at_the_head(emitter: Emitter) -> None:
@@ -228,10 +238,10 @@ def test_requeue_first_puts_an_unfinished_job_back_at_the_head(emitter: Emitter)
     admission = _admission(emitter, RunnerConfig([AnswerLength()]))
     for i in range(2):
         admission.admit(make_turn(i), None)
-    _, first = admission.next_job()
+    _, first = _next_job(admission)
     assert first is not None
     admission.requeue_first(first)
-    _, again = admission.next_job()
+    _, again = _next_job(admission)
     assert again is first
     again.done = True
     admission.requeue_first(again)
@@ -243,7 +253,7 @@ def test_a_finished_job_is_counted_once_and_flushers_see_it(emitter: Emitter) ->
     """count_finished moves a turn from in flight to its outcome; wait_finished then returns."""
     admission = _admission(emitter, RunnerConfig([AnswerLength()]))
     admission.admit(make_turn(1), None)
-    _, job = admission.next_job()
+    _, job = _next_job(admission)
     assert job is not None
     assert admission.wait_finished(time.monotonic() + 0.05) is False
     finisher = threading.Timer(0.05, admission.count_finished, (job, "scored"))
@@ -369,7 +379,7 @@ def test_a_requeued_job_is_returned_once_by_stop(emitter: Emitter) -> None:
     admission = _admission(emitter, RunnerConfig([AnswerLength()]))
     for i in range(2):
         admission.admit(make_turn(i), None)
-    _, first = admission.next_job()
+    _, first = _next_job(admission)
     assert first is not None
     admission.requeue_first(first)
     assert [job.turn for job in admission.stop()] == [make_turn(0), make_turn(1)]
@@ -411,7 +421,7 @@ def test_wait_finished_waits_out_a_short_deadline(emitter: Emitter) -> None:
     """A deadline under a second still waits for the turn in flight (True when it lands)."""
     admission = _admission(emitter, RunnerConfig([AnswerLength()]))
     admission.admit(make_turn(1), None)
-    _, job = admission.next_job()
+    _, job = _next_job(admission)
     assert job is not None
     threading.Timer(0.05, admission.count_finished, (job, "scored")).start()
     assert admission.wait_finished(time.monotonic() + 0.8) is True
