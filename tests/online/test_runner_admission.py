@@ -52,6 +52,22 @@ def _next_job(admission: Admission) -> tuple[bool, Job | None]:
     return result[0]
 
 
+def _wait_finished(admission: Admission, timeout_s: float) -> bool:
+    """`admission.wait_finished` with a deadline `timeout_s` from now, failing the test (not
+    hanging it) when it overstays that deadline by 2 s."""
+    result: list[bool] = []
+    deadline = time.monotonic() + timeout_s
+
+    def wait() -> None:
+        result.append(admission.wait_finished(deadline))
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    waiter.join(timeout_s + 2)
+    assert result, f"wait_finished() overstayed its {timeout_s} s deadline"
+    return result[0]
+
+
 def _inline_ok(name: str = "answer_length") -> InlineResult:
     """What inline evaluation did when one evaluator scored 0.5."""
     return InlineResult(outcomes=(EvaluationOutcome(Score(name=name, value=0.5), 0.01, False),))
@@ -255,10 +271,10 @@ def test_a_finished_job_is_counted_once_and_flushers_see_it(emitter: Emitter) ->
     admission.admit(make_turn(1), None)
     _, job = _next_job(admission)
     assert job is not None
-    assert admission.wait_finished(time.monotonic() + 0.05) is False
+    assert _wait_finished(admission, 0.05) is False
     finisher = threading.Timer(0.05, admission.count_finished, (job, "scored"))
     finisher.start()
-    assert admission.wait_finished(time.monotonic() + 5) is True
+    assert _wait_finished(admission, 5) is True
     stats = admission.stats()
     assert (stats.scored, stats.in_flight) == (1, 0)
     assert admission.stop() == []  # a finished job is no longer running
@@ -424,7 +440,7 @@ def test_wait_finished_waits_out_a_short_deadline(emitter: Emitter) -> None:
     _, job = _next_job(admission)
     assert job is not None
     threading.Timer(0.05, admission.count_finished, (job, "scored")).start()
-    assert admission.wait_finished(time.monotonic() + 0.8) is True
+    assert _wait_finished(admission, 0.8) is True
 
 
 def test_the_drop_warning_says_where_the_drops_are_counted(
