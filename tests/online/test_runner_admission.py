@@ -563,3 +563,43 @@ def test_the_filter_warning_names_the_error_exactly(
     with caplog.at_level(logging.WARNING, logger="groundwire.runner"):
         plan(Job(make_turn(1), InlineResult(), {"answer_length"}), config, ([length], []), emission)
     assert [r.getMessage() for r in caplog.records] == ["turn_filter raised KeyError: 'query'"]
+
+
+class _HoldsTheFirstTurn:
+    """A sync evaluator that holds the worker on turn 1 until released; others score at once."""
+
+    name = "holds"
+
+    def __init__(self) -> None:
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """Hold on turn 1, then score."""
+        if turn.query == "question 1":
+            self.holding.set()
+            self.release.wait(10)
+        return Score(name=self.name, value=1.0)
+
+
+def test_a_second_idle_worker_is_woken_while_the_first_is_busy(
+    telemetry: Telemetry, emitter: Emitter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every idle worker is counted: with one worker busy on a turn, the other (waiting) is
+    woken for the next turn at once, not at its next tick."""
+    monkeypatch.setattr("groundwire.runner._admission._IDLE_WAKE_S", 30.0)
+    holds = _HoldsTheFirstTurn()
+    runner = BackgroundRunner(RunnerConfig([holds], workers=2), emitter)
+    try:
+        time.sleep(0.1)  # both workers are waiting
+        runner.submit(make_turn(1))
+        assert holds.holding.wait(5)
+        time.sleep(0.05)  # the other worker is waiting again
+        runner.submit(make_turn(2))
+        deadline = time.monotonic() + 3
+        while telemetry.counts().get(("holds", semconv.OUTCOME_OK)) != 1:
+            assert time.monotonic() < deadline, "the idle worker was not woken"
+            time.sleep(0.01)
+    finally:
+        holds.release.set()
+        runner.shutdown(1)
