@@ -188,3 +188,33 @@ def test_a_failing_emitter_is_logged_not_raised(
     with caplog.at_level(logging.WARNING, logger="groundwire.runner"):
         Emission(broken, (), ()).emit_span(make_turn(1), [_OK.score])
     assert "could not emit the evaluation span" in caplog.text
+
+
+def test_a_turn_without_ids_or_scores_is_skipped_quietly(
+    telemetry: Telemetry, emitter: Emitter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No carrier span is attempted (so nothing is logged) without scores or either id."""
+    emission = Emission(emitter, ("length",), ("length",))
+    with caplog.at_level(logging.DEBUG):
+        emission.emit_span(make_turn(1), [])
+        emission.emit_span(make_turn(1).model_copy(update={"trace_id": None}), [_OK.score])
+        emission.emit_span(make_turn(1).model_copy(update={"span_id": None}), [_OK.score])
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("groundwire")] == []
+    assert telemetry.finished() == []
+
+
+def test_the_emit_failure_warning_carries_the_traceback(
+    telemetry: Telemetry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The warning reads 'could not emit the evaluation span' and carries the exception."""
+
+    class _Broken(Emitter):
+        def emit_span(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("exporter gone")
+
+    broken = _Broken(tracer_provider=telemetry.tracer_provider)
+    with caplog.at_level(logging.WARNING, logger="groundwire.runner"):
+        Emission(broken, (), ()).emit_span(make_turn(1), [_OK.score])
+    (record,) = caplog.records
+    assert record.getMessage() == "could not emit the evaluation span"
+    assert record.exc_info is not None and isinstance(record.exc_info[1], RuntimeError)
