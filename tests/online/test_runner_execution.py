@@ -584,3 +584,30 @@ def test_async_evaluators_are_given_the_turn(telemetry: Telemetry, emitter: Emit
         assert point.sum == 0.42
     finally:
         runner.shutdown(1)
+
+
+class _SeesTheTurn(_Ours):
+    """One of groundwire's own evaluators keeping the turn it was given."""
+
+    name = "sees"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turns: list[RagTurn] = []
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """Keep the turn, then score."""
+        self.turns.append(turn)
+        return super().evaluate(turn)
+
+
+_SeesTheTurn.__module__ = "groundwire.evaluators.test_double"
+
+
+def test_warm_up_goes_past_skipped_evaluators_and_gives_a_real_turn() -> None:
+    """A user's or async evaluator first does not end the warm-up; ours gets a made-up turn
+    with a query, a context and a quoting answer."""
+    sees = _SeesTheTurn()
+    warm_up_evaluators([_Theirs(), _OursAsync(), sees])
+    (turn,) = sees.turns
+    assert turn.query and turn.contexts and '"' in turn.answer
