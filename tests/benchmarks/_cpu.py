@@ -14,6 +14,37 @@ import time
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def process_table() -> tuple[dict[int, tuple[int, int, float]], dict[int, list[int]]]:
+    """Every process now: pid -> (parent pid, start time in ticks, utime + stime in seconds),
+    and parent pid -> child pids."""
+    rows: dict[int, tuple[int, int, float]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as file:
+                fields = file.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        cpu = (int(fields[11]) + int(fields[12])) / _TICKS
+        rows[int(name)] = (int(fields[1]), int(fields[19]), cpu)
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in rows.items():
+        children.setdefault(parent, []).append(pid)
+    return rows, children
+
+
+def descendants(children: dict[int, list[int]], root: int) -> list[int]:
+    """`root` and every process below it, from `process_table`'s children map."""
+    out: list[int] = []
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(children.get(pid, ()))
+    return out
+
+
 class TreeCpu:
     """CPU seconds spent by this process and every process below it (Ray's raylet, workers and
     actors; the local engine's worker processes), whatever else runs on the machine.
@@ -36,28 +67,12 @@ class TreeCpu:
 
     def _sample(self) -> dict[tuple[int, int], float]:
         """(pid, start time) -> utime + stime in seconds, for this process and its descendants."""
-        rows: dict[int, tuple[int, tuple[int, int], float]] = {}
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as file:
-                    fields = file.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            key = (int(name), int(fields[19]))
-            rows[int(name)] = (int(fields[1]), key, (int(fields[11]) + int(fields[12])) / _TICKS)
-        children: dict[int, list[int]] = {}
-        for pid, (parent, _, _) in rows.items():
-            children.setdefault(parent, []).append(pid)
-        out: dict[tuple[int, int], float] = {}
-        stack = [os.getpid()]
-        while stack:
-            pid = stack.pop()
-            if pid in rows:
-                out[rows[pid][1]] = rows[pid][2]
-            stack.extend(children.get(pid, ()))
-        return out
+        rows, children = process_table()
+        return {
+            (pid, rows[pid][1]): rows[pid][2]
+            for pid in descendants(children, os.getpid())
+            if pid in rows
+        }
 
     def _run(self) -> None:
         started = time.thread_time()

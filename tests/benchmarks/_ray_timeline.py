@@ -15,12 +15,12 @@ filed under `IDLE` (counted with scoring: scoring tasks are most of the tasks).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any
 
-_TICKS = os.sysconf("SC_CLK_TCK")
+from tests.benchmarks._cpu import descendants, process_table
+
 _READ = ("ReadFile", "_sample_block", "sort_task_spec.map", "sort_task_spec.reduce")
 
 
@@ -70,25 +70,9 @@ class ProcessCpu:
 
     def _sample(self) -> None:
         now = time.monotonic()
-        rows: dict[int, tuple[int, int, float]] = {}
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as file:
-                    fields = file.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            cpu = (int(fields[11]) + int(fields[12])) / _TICKS
-            rows[int(name)] = (int(fields[1]), int(fields[19]), cpu)
-        children: dict[int, list[int]] = {}
-        for pid, (parent, _, _) in rows.items():
-            children.setdefault(parent, []).append(pid)
+        rows, children = process_table()
         for node, root in [("driver", self.driver), *self.nodes.items()]:
-            stack = [root]
-            while stack:
-                pid = stack.pop()
-                stack.extend(children.get(pid, ()))
+            for pid in descendants(children, root):
                 if pid in rows:
                     self._count(now, node, pid, rows[pid])
 
