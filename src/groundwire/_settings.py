@@ -345,6 +345,15 @@ def _check_outputs(s: Settings, config: RunnerConfig) -> None:
             f"prometheus_host ({semconv.ENV_PROMETHEUS_HOST}) must be a host name or address, "
             f"got {s.prometheus_host!r}"
         )
+    if s.output_path is not None and not isinstance(s.output_path, str | os.PathLike):
+        raise ValueError(
+            f"output_path ({semconv.ENV_OUTPUT_PATH}) must be a file path, got {s.output_path!r}"
+        )
+    name = s.service_name
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ValueError(
+            f"service_name ({semconv.ENV_SERVICE_NAME}) must be a non-empty name, got {name!r}"
+        )
     url = s.phoenix_annotations
     if url is not None and (
         not isinstance(url, str) or not url.startswith(("http://", "https://"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -449,6 +450,18 @@ def test_the_runner_gets_the_scoring_options() -> None:
             "http(s)://host:port, got 'ftp://p'",
         ),
         (
+            {"output_path": 123},
+            "output_path (GROUNDWIRE_OUTPUT_PATH) must be a file path, got 123",
+        ),
+        (
+            {"service_name": 123},
+            "service_name (GROUNDWIRE_SERVICE_NAME) must be a non-empty name, got 123",
+        ),
+        (
+            {"service_name": " "},
+            "service_name (GROUNDWIRE_SERVICE_NAME) must be a non-empty name, got ' '",
+        ),
+        (
             {"phoenix_annotations": 6006},
             "phoenix_annotations (GROUNDWIRE_PHOENIX_ANNOTATIONS) must be Phoenix's base URL, "
             "http(s)://host:port, got 6006",
@@ -465,11 +478,14 @@ def test_bad_output_options_are_refused_with_the_whole_message(
 
 
 def test_the_edges_of_the_output_options_are_taken() -> None:
-    """Ports 0 and 65535, any http or https Phoenix URL."""
+    """Ports 0 and 65535, any http or https Phoenix URL, a str or Path output, a name."""
     for port in (0, 65535):
         _config(prometheus_port=port)
     for url in ("http://p:6006", "https://p"):
         _config(phoenix_annotations=url)
+    for path in ("telemetry.jsonl", Path("telemetry.jsonl")):
+        _config(output_path=path)
+    _config(service_name="rag-app")
 
 
 def test_evaluator_options_from_the_variable_build_the_named_evaluators(
