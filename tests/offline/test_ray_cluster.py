@@ -117,6 +117,10 @@ def test_two_node_cluster_gives_the_local_engines_rows(
     assert len(set(_keys(on_ray))) == TURNS
 
 
+_OUR_TASKS = (b"ReadFile", b"assemble_sorted", b"score_batches")
+"""The titles of the Ray engine's own tasks (reading, assembling, scoring): `ray::<name>`."""
+
+
 def _busy_child(raylet: int) -> bool:
     """True once a worker process of `raylet` runs one of our tasks or actors."""
     for entry in Path("/proc").iterdir():
@@ -130,7 +134,7 @@ def _busy_child(raylet: int) -> bool:
         parent = next(
             (line.split()[1] for line in status.splitlines() if line.startswith("PPid")), ""
         )
-        ours = any(name in command for name in (b"ReadFile", b"assemble_blocks", b"score_batch"))
+        ours = any(name in command for name in _OUR_TASKS)
         if parent == str(raylet) and command.startswith(b"ray::") and ours:
             return True
     return False
@@ -151,7 +155,7 @@ def test_losing_the_worker_node_mid_run_leaves_no_gap(
     while not _busy_child(raylet):
         assert run.poll() is None, "the run ended before the worker node took any work"
         assert time.monotonic() < deadline, "the worker node never took any work"
-        time.sleep(0.05)
+        time.sleep(0.01)
     os.kill(raylet, signal.SIGKILL)
     status, stderr = _finish(run)
     print(f"after the worker node was lost: exit status {status}; {stderr[-600:]}")
