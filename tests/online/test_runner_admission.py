@@ -305,20 +305,27 @@ def test_plan_with_everything_sampled_out_says_nothing_is_left(emitter: Emitter)
     assert job.pending == set()
 
 
-def test_plan_counts_a_raising_filter_as_an_error_of_every_pending_evaluator(
-    telemetry: Telemetry, emitter: Emitter, caplog: pytest.LogCaptureFixture
-) -> None:
-    """A turn filter that raises fails the job: logged, each pending evaluation an error."""
+def _plan_with_a_filter_raising(error: Exception, emitter: Emitter) -> tuple[Job, bool]:
+    """`plan` of one answer_length job under a turn filter that raises `error`: the job and
+    what `plan` returned."""
 
     def broken(turn: RagTurn) -> bool:
-        raise ValueError("bad filter")
+        raise error
 
     length = AnswerLength()
     config = RunnerConfig([length], turn_filter=broken)
     emission = Emission(emitter, ("answer_length",), ("answer_length",))
     job = Job(make_turn(1), InlineResult(), {"answer_length"})
+    return job, plan(job, config, ([length], []), emission)
+
+
+def test_plan_counts_a_raising_filter_as_an_error_of_every_pending_evaluator(
+    telemetry: Telemetry, emitter: Emitter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A turn filter that raises fails the job: logged, each pending evaluation an error."""
     with caplog.at_level(logging.WARNING, logger="groundwire.runner"):
-        assert plan(job, config, ([length], []), emission) is False
+        job, planned = _plan_with_a_filter_raising(ValueError("bad filter"), emitter)
+    assert planned is False
     assert job.failed is True and job.pending == set() and job.sync == []
     assert telemetry.counts() == {("answer_length", semconv.OUTCOME_ERROR): 1}
     assert "turn_filter raised ValueError: bad filter" in caplog.text
@@ -553,15 +560,8 @@ def test_the_filter_warning_names_the_error_exactly(
     emitter: Emitter, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The one warning for a raising filter reads 'turn_filter raised <type>: <message>'."""
-
-    def broken(turn: RagTurn) -> bool:
-        raise KeyError("query")
-
-    length = AnswerLength()
-    config = RunnerConfig([length], turn_filter=broken)
-    emission = Emission(emitter, ("answer_length",), ("answer_length",))
     with caplog.at_level(logging.WARNING, logger="groundwire.runner"):
-        plan(Job(make_turn(1), InlineResult(), {"answer_length"}), config, ([length], []), emission)
+        _plan_with_a_filter_raising(KeyError("query"), emitter)
     assert [r.getMessage() for r in caplog.records] == ["turn_filter raised KeyError: 'query'"]
 
 
