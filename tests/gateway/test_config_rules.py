@@ -54,6 +54,20 @@ def test_a_host_and_port_that_is_not_one_is_refused(value: str) -> None:
     assert str(raised.value) == f"expected host:port (e.g. 127.0.0.1:4318), got {value!r}"
 
 
+@pytest.mark.parametrize("value", ["[::1:80", "::1:80", "fe80::1:4318", "[::1]]:80", "[]:80"])
+def test_an_ipv6_host_must_be_whole_in_its_brackets(value: str) -> None:
+    """An unbracketed or unclosed IPv6 host is refused, not split at its last colon (`[::1:80`
+    used to listen on `::1` port 80), and what is in the brackets must be an IPv6 address."""
+    with pytest.raises(ValueError, match=r"IPv6") as raised:
+        parse_hostport(value)
+    assert repr(value) in str(raised.value)
+
+
+def test_a_bracketed_ipv6_host_keeps_its_scope() -> None:
+    """A link-local address with its zone is an IPv6 address too."""
+    assert parse_hostport("[fe80::1%eth0]:4318") == ("fe80::1%eth0", 4318)
+
+
 def test_each_kind_of_value_is_read_from_text() -> None:
     """Text (as variables and flags give it) becomes the option's type: stripped strings, whole
     numbers with a sign, numbers, yes/no words, comma lists, key=value pairs, JSON options."""

@@ -9,6 +9,7 @@ echoed back in an error or a log line.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 from collections.abc import Callable, Mapping
@@ -32,12 +33,31 @@ class ConfigError(ValueError):
 
 
 def parse_hostport(value: str) -> tuple[str, int]:
-    """`host:port` (IPv6 in brackets) as a pair; ValueError when malformed."""
+    """`host:port` (IPv6 in brackets) as a pair; ValueError when malformed.
+
+    A host with a colon must be a bracketed IPv6 address (`[::1]:4318`): `::1:80` or an unclosed
+    `[::1:80` would otherwise be split at the last colon and listen somewhere else than meant.
+    """
     host, sep, port = value.strip().rpartition(":")
     if not sep or not port.isdecimal() or not 0 <= int(port) <= 65535:
         raise ValueError(f"expected host:port (e.g. 127.0.0.1:4318), got {value!r}")
-    host = host.strip("[]") or "127.0.0.1"
-    return host, int(port)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        if not _is_ipv6(host):
+            raise ValueError(f"expected an IPv6 address in the brackets, got {value!r}")
+    elif ":" in host or "[" in host or "]" in host:
+        raise ValueError(
+            f"expected host:port, an IPv6 host in brackets ([::1]:4318), got {value!r}"
+        )
+    return host or "127.0.0.1", int(port)
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _as_str(value: Any) -> str:
