@@ -168,6 +168,20 @@ def test_an_http_endpoint_from_the_variables_probes_4318_without_a_port(
     assert guard.name == "OTLP logs endpoint https://collector/v1/logs"
 
 
+def test_a_scheme_less_http_endpoint_is_not_called_grpc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The name says gRPC from the protocol, not from the endpoint's look: an HTTP endpoint
+    given without a scheme in the variables is named as it is, without "(gRPC)"."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318/v1/traces")
+    _, guard = guarded_exporter("traces", OtlpTarget(protocol="http/protobuf"))
+    assert guard.name == "OTLP traces endpoint collector:4318/v1/traces"
+
+
+def test_a_grpc_endpoint_with_a_scheme_is_still_called_grpc() -> None:
+    """A gRPC target written as a URL is named gRPC too."""
+    _, guard = guarded_exporter("traces", OtlpTarget(endpoint="http://c:4317", protocol="grpc"))
+    assert guard.name.endswith(" (gRPC)")
+
+
 def test_a_shared_breaker_is_used_by_the_guard() -> None:
     """Exporters to one endpoint can share one breaker (one warning per outage)."""
     breaker = CircuitBreaker("shared", threshold=1)

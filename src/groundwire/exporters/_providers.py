@@ -150,7 +150,7 @@ def guarded_exporter(
     grpc = target.protocol_for(signal) == "grpc"
     endpoint = str(getattr(inner, "_endpoint", "") or "")
     address = probe_address(endpoint, default_port=GRPC_PORT if grpc else HTTP_PORT)
-    shown = endpoint if "://" in endpoint else f"{endpoint} (gRPC)"
+    shown = f"{endpoint} (gRPC)" if grpc else endpoint
     guard = ExportGuard(f"OTLP {signal} endpoint {shown}", address, breaker)
     guard.endpoint = endpoint
     return guard_exporter(signal, inner, guard), guard
