@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final
 
-from groundwire._sync import run_sync
+from groundwire._sync import sync_form
 from groundwire.judges._attempts import ask_until_valid
 from groundwire.judges._client import JudgeCallError, JudgeClient, Usage
 from groundwire.judges._config import JudgeConfig
@@ -154,20 +154,11 @@ async def aaudit_citation(
     return await audit_pair(client, claim, cited_span, stricter=stricter, attempts=attempts)
 
 
-def audit_citation(
-    claim: str,
-    cited_span: str,
-    *,
-    judge: JudgeClient | JudgeConfig | None = None,
-    stricter: bool = False,
-    attempts: int = 3,
-    **judge_options: Any,
-) -> CitationVerdict:
+audit_citation = sync_form(
+    aaudit_citation,
     """Audit whether `cited_span` supports `claim`: verdict, supporting phrase, missing, basis.
 
-    Sync form of `aaudit_citation` (safe to call from inside a running event loop's thread).
-    """
-    coroutine = aaudit_citation(
-        claim, cited_span, judge=judge, stricter=stricter, attempts=attempts, **judge_options
-    )
-    return run_sync(coroutine)
+    Sync form of `aaudit_citation`, same arguments (safe to call from inside a running event
+    loop's thread).
+    """,
+)
