@@ -1,8 +1,8 @@
 """OTLP protobuf `AnyValue`s and `KeyValue` lists as plain Python values.
 
-One decoding for every place that reads protobuf OTLP messages: the protobuf trace reader
-(`groundwire.offline.readers`) and the test receivers (`groundwire.testing`), so that a span read
-from a file and the same span received over OTLP carry equal attributes. Arrays become tuples and
+One decoding for every place that reads protobuf OTLP messages: the protobuf trace and log
+readers (`groundwire.offline.readers`) and the test receivers (`groundwire.testing`), so that a
+span or a log record read from a file and the same one received over OTLP carry equal attributes. Arrays become tuples and
 kvlists dicts, the shapes OpenTelemetry attributes take in Python. (The JSON mapping of OTLP has
 its own reader, `groundwire.offline.readers.any_value`.)
 """

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
 
 from groundwire.offline.readers._otlp_logs import logs_from_message, logs_from_request
@@ -286,3 +287,20 @@ def test_protobuf_ids_of_the_wrong_length_are_errors(fields: dict[str, Any], mes
     with pytest.raises(ValueError, match=re.escape(message)) as caught:
         logs_from_message(_message(**fields))
     assert str(caught.value) == message
+
+
+def test_a_protobuf_log_record_and_its_json_decode_alike() -> None:
+    """One record read as protobuf and as its OTLP/JSON mapping gives equal attributes, body and
+    resource, nested arrays included (both readers decode AnyValues the same way)."""
+    message = _message(time_unix_nano=5)
+    record = message.resource_logs[0].scope_logs[0].log_records[0]
+    nested = record.attributes.add(key="nested").value.array_value.values.add().array_value
+    nested.values.add().int_value = 2
+    inner = record.body.kvlist_value.values.add(key="rows").value.array_value.values.add()
+    inner.array_value.values.add().string_value = "a"
+    (from_proto,) = logs_from_message(message)
+    (from_json,) = logs_from_request(MessageToDict(message))
+    assert dict(from_proto.attributes) == dict(from_json.attributes)
+    assert from_proto.attributes["nested"] == ((2,),)
+    assert from_proto.body == from_json.body == {"rows": [["a"]]}
+    assert dict(from_proto.resource) == dict(from_json.resource)

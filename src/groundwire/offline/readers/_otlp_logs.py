@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from groundwire._otlp_any import proto_attributes, proto_value
 from groundwire.assembly import LogRecordData
 from groundwire.offline.readers._common import span_id_hex, trace_id_hex
 from groundwire.offline.readers._otlp_values import any_value, attributes, get
@@ -170,24 +171,6 @@ def logs_from_request(data: Mapping[str, Any]) -> list[LogRecordData] | None:
     return records
 
 
-def _value(value: Any) -> Any:
-    """A protobuf `AnyValue` as a plain Python value (arrays as lists, kvlists as dicts)."""
-    kind = value.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "array_value":
-        return [_value(item) for item in value.array_value.values]
-    if kind == "kvlist_value":
-        return {pair.key: _value(pair.value) for pair in value.kvlist_value.values}
-    return getattr(value, kind)
-
-
-def _attribute(value: Any) -> Any:
-    """A protobuf `AnyValue` as an attribute value (arrays as tuples, like span attributes)."""
-    plain = _value(value)
-    return tuple(plain) if isinstance(plain, list) else plain
-
-
 def _optional_id(raw: bytes, size: int, what: str) -> str | None:
     """A protobuf id of `size` bytes as hex, None when empty; ValueError for another length."""
     if not raw:
@@ -201,13 +184,11 @@ def logs_from_message(message: Any) -> list[LogRecordData]:
     """The log records of one decoded `LogsData` / `ExportLogsServiceRequest`."""
     records: list[LogRecordData] = []
     for group in message.resource_logs:
-        resource = MappingProxyType(
-            {pair.key: _attribute(pair.value) for pair in group.resource.attributes}
-        )
+        resource = MappingProxyType(proto_attributes(group.resource.attributes))
         for scope_logs in group.scope_logs:
             scope = scope_logs.scope.name or None
             for record in scope_logs.log_records:
-                attrs = {pair.key: _attribute(pair.value) for pair in record.attributes}
+                attrs = proto_attributes(record.attributes)
                 records.append(
                     LogRecordData(
                         event_name=_event_name(record.event_name, attrs),
@@ -217,7 +198,7 @@ def logs_from_message(message: Any) -> list[LogRecordData]:
                         severity_number=record.severity_number,
                         severity_text=record.severity_text or None,
                         attributes=MappingProxyType(attrs),
-                        body=_value(record.body) if record.HasField("body") else None,
+                        body=_plain(proto_value(record.body)) if record.HasField("body") else None,
                         resource=resource,
                         instrumentation_scope=scope,
                     )
