@@ -54,7 +54,9 @@ def test_a_host_and_port_that_is_not_one_is_refused(value: str) -> None:
     assert str(raised.value) == f"expected host:port (e.g. 127.0.0.1:4318), got {value!r}"
 
 
-@pytest.mark.parametrize("value", ["[::1:80", "::1:80", "fe80::1:4318", "[::1]]:80", "[]:80"])
+@pytest.mark.parametrize(
+    "value", ["[::1:80", "::1:80", "fe80::1:4318", "[::1]]:80", "[]:80", "[c:80", "c]:80"]
+)
 def test_an_ipv6_host_must_be_whole_in_its_brackets(value: str) -> None:
     """An unbracketed or unclosed IPv6 host is refused, not split at its last colon (`[::1:80`
     used to listen on `::1` port 80), and what is in the brackets must be an IPv6 address."""
