@@ -82,7 +82,9 @@ _ONLY_STDLIB = st.sampled_from(
     ]
 )
 _ESCAPE = st.integers(0, 0xFFFF).map(lambda code: f"\\u{code:04x}")  # surrogates included
-_CHARACTER = st.tuples(st.characters(), st.booleans()).map(
+# A raw character must encode to UTF-8 (no lone surrogate: the document would not be bytes);
+# escaped ones above may be surrogates.
+_CHARACTER = st.tuples(st.characters(codec="utf-8"), st.booleans()).map(
     lambda pair: json.dumps(pair[0], ensure_ascii=pair[1])[1:-1]
 )
 _STRING = st.lists(st.one_of(_CHARACTER, _ESCAPE), max_size=8).map(
