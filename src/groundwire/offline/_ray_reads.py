@@ -6,7 +6,7 @@ every read task. No Ray Data, no sort.
 reads = ReadRanges(ray, paths, fmt=None, strict=False)   # one task per file, started now
 for counters in reads.counters():                        # every read ended: each file's
     ...                                                  # counters, in the files' order
-for parts in reads.ranges():                             # range 0, 1, ...: the object refs of
+for pieces in reads.take():                              # range 0, 1, ...: the object refs of
     ...                                                  # its pieces, files' order kept
 ```
 

@@ -51,6 +51,10 @@ free busy (assembling costs a tenth of scoring), few enough that the assembled t
 archive never pile up in the object store all at once (memory stays bounded, as with the
 streaming executor these stages ran on before)."""
 
+_SETTLE_S = 30.0
+"""How long a stopped run waits for its cancelled scoring tasks to end (they end at once unless
+stuck in native code: a Parquet write)."""
+
 COLUMNS = ("kind", "payload", "turns")
 """The columns of an assembled block a scoring task reads."""
 
@@ -138,8 +142,18 @@ def score_blocks(
             ready, _ = ray.wait(list(running), num_returns=1)
             running.difference_update(ready)
     finally:
-        for ref in queue:
-            ray.cancel(ref)
+        _cancel(ray, list(queue))
+
+
+def _cancel(ray: Any, refs: list[Any]) -> None:
+    """Cancel the scoring tasks of `refs` and wait (at most `_SETTLE_S`) until each has ended:
+    a task that was running when the run stopped could otherwise write its part file after the
+    run's notice, or after a `--resume` run started on the same Ray had listed the parts (its
+    rows then written twice)."""
+    for ref in refs:
+        ray.cancel(ref)
+    if refs:
+        ray.wait(refs, num_returns=len(refs), timeout=_SETTLE_S)
 
 
 def _slices(
