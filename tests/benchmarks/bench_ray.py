@@ -11,14 +11,8 @@ evaluators (`quoted_spans`, `quote_verification` without embeddings):
    per turn of the whole process tree (`TreeCpu`: the driver, Ray's raylet, GCS, workers and
    tasks), so the other engineers' jobs on this shared machine are not counted. Rows identical.
 2. Stages: each stage of the Ray path run in this process on the same files, its CPU per turn
-   (`time.process_time`): reading (`ReadFile`), grouping (sorting the keyed rows), assembling
-   (`assemble_blocks`), scoring (`score_batch`: parse the turns, score, encode the scores), the
-   scoring task writing its part or encoding its `.jsonl` lines (`score_batch` with parts) and
-   the driver: appending the encoded lines (`_decode` with an `EncodedOutput`), the same lines
-   joined from part files instead (the other design: the workers write files, the driver joins
-   them), and decoding every row to write it (`_decode` and the `.jsonl` writer: what an export
-   or a results hook still needs). What Ray's run costs beyond their sum is Ray's own work
-   (scheduling, Arrow blocks, the object store, the shuffle's tasks, idle workers).
+   (`_ray_stage_costs`). What Ray's run costs beyond their sum is Ray's own work (scheduling,
+   Arrow blocks, the object store, idle workers).
 3. Scaling: a two-node loopback cluster (`tests/offline/_ray_cluster.py`, one CPU a node), Ray
    with 1 and 2 workers on the 8 parts, interleaved, `.parquet` output written by the workers;
    each run cut into its phases (Ray's task timeline) with the CPU of each kind of process
@@ -34,14 +28,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from groundwire.offline import rescore
 from tests.benchmarks._cpu import TreeCpu
+from tests.benchmarks._ray_stage_costs import stage_costs
 from tests.benchmarks._ray_timeline import ProcessCpu, bound, phases
 from tests.benchmarks._ray_timeline import markdown as timeline_markdown
 from tests.benchmarks._timing import machine, results_dir, scaled
@@ -129,115 +122,6 @@ def _cost(files: list[Path], folder: Path) -> dict[str, Any]:
     return rows
 
 
-def _cpu_us(step: Callable[[], Any], turns: int) -> tuple[float, Any]:
-    """CPU µs per turn of `step()` in this process, and what it returned."""
-    started = time.process_time()
-    value = step()
-    return (time.process_time() - started) / turns * 1e6, value
-
-
-def _stages(files: list[Path]) -> dict[str, Any]:
-    """CPU per turn of each stage of the Ray path, run in this process on the same files."""
-    import numpy as np
-
-    from groundwire.offline._ray_lines import LinesPlace
-    from groundwire.offline._ray_parts import PartsPlace
-    from groundwire.offline._ray_stages import ReadFile, assemble_blocks, score_batch
-
-    read = ReadFile(None, False)
-    turns = 14_000  # replaced below by the count assembled; the stages are divided by it
-    rows: list[dict[str, Any]] = []
-    started = time.process_time()
-    for path in files:
-        rows.extend(read({"path": os.fspath(path)}))
-    read_s = time.process_time() - started
-    started = time.process_time()
-    rows.sort(key=lambda row: row["key"])
-    sort_s = time.process_time() - started
-    keys = np.array([row["key"] for row in rows])
-    data = np.array([row["data"] for row in rows], dtype=object)
-    started = time.process_time()
-    assembled = assemble_blocks({"key": keys, "data": data}, None, set())
-    assemble_s = time.process_time() - started
-    turns = sum(len(json.loads(t)) for t in assembled["turns"])
-    batches = [
-        {name: np.array(values[i : i + CHUNK], dtype=object) for name, values in assembled.items()}
-        for i in range(0, len(assembled["kind"]), CHUNK)
-    ]
-    score_us, scored = _cpu_us(lambda: [score_batch(b, "bench", FAST, 8) for b in batches], turns)
-    evaluators = ("quoted_spans", "quote_verification")
-    with tempfile.TemporaryDirectory() as folder:
-        place = PartsPlace(folder, evaluators, "bench")
-        parts_us, _ = _cpu_us(
-            lambda: [score_batch(b, "bench", FAST, 8, place) for b in batches], turns
-        )
-        lines = LinesPlace(".jsonl", evaluators)
-        lines_us, encoded = _cpu_us(
-            lambda: [score_batch(b, "bench", FAST, 8, lines) for b in batches], turns
-        )
-        driver = _driver_costs(Path(folder), scored, encoded, turns)
-    return {
-        "turns": turns,
-        "read_us_per_turn": read_s / turns * 1e6,
-        "group_sort_us_per_turn": sort_s / turns * 1e6,
-        "assemble_us_per_turn": assemble_s / turns * 1e6,
-        "score_us_per_turn": score_us,
-        "score_and_write_part_us_per_turn": parts_us,
-        "score_and_encode_lines_us_per_turn": lines_us,
-        **driver,
-    }
-
-
-def _driver_costs(
-    folder: Path, scored: list[Any], encoded: list[Any], turns: int
-) -> dict[str, float]:
-    """The driver's CPU per turn into `.jsonl`: appending the workers' encoded lines, joining
-    the same lines from part files (the design not taken), decoding every row to write it."""
-    from groundwire.offline import RescoreSummary
-    from groundwire.offline._ray_lines import EncodedOutput
-    from groundwire.offline.ray_engine import _decode
-    from groundwire.offline.writers import JsonLinesWriter
-
-    evaluators = ["quoted_spans", "quote_verification"]
-    summary = RescoreSummary(evaluators=evaluators, out=None)
-    output = EncodedOutput.open(folder / "copied.jsonl", evaluators, append=False)
-
-    def copy() -> None:
-        for batch in encoded:
-            _decode(batch, summary, output)
-        output.close()
-
-    copy_us, _ = _cpu_us(copy, turns)
-    files = []
-    for index, batch in enumerate(encoded):
-        files.append(folder / f"part-{index:05d}.jsonl")
-        files[-1].write_bytes(bytes(batch["turns"][-1]))
-
-    def join() -> None:
-        with (folder / "joined.jsonl").open("wb") as out:
-            for part in files:
-                with part.open("rb") as source:
-                    shutil.copyfileobj(source, out)
-
-    join_us, _ = _cpu_us(join, turns)
-    writer = JsonLinesWriter(folder / "decoded.jsonl", evaluators)
-
-    def decode() -> None:
-        for batch in scored:
-            for result in _decode(batch, summary):
-                writer.write(result)
-        writer.close()
-
-    decode_us, _ = _cpu_us(decode, turns)
-    same = (folder / "copied.jsonl").read_bytes() == (folder / "decoded.jsonl").read_bytes()
-    return {
-        "driver_copy_encoded_jsonl_us_per_turn": copy_us,
-        "driver_join_part_files_jsonl_us_per_turn": join_us,
-        "driver_decode_and_write_jsonl_us_per_turn": decode_us,
-        "encoded_equals_decoded": same,
-    }
-
-
 def _scaling(files: list[Path], folder: Path) -> dict[str, Any]:
     """Ray 1 and 2 workers on the two-node loopback cluster, interleaved, `.parquet` out.
 
@@ -299,7 +183,7 @@ def main() -> None:
         generated = _generate(path)
         files = _rotate(path, WORK / "parts", ROTATED_PARTS, ENGINE_FRACTION)
         path.unlink()
-        stages = _stages(files)
+        stages = stage_costs(files, FAST, CHUNK)
         print(f"stages: {stages}", flush=True)
         cost = _cost(files, WORK)
         scaling = _scaling(files, WORK)
@@ -388,8 +272,8 @@ def _markdown(data: dict[str, Any]) -> str:
         "|---|---|",
     ]
     for key, label in (
-        ("read_us_per_turn", "read (`ReadFile`: parse, fragments, pickle)"),
-        ("group_sort_us_per_turn", "group (sort the keyed rows)"),
+        ("read_us_per_turn", "read (`read_ranges`: parse, fragments, pickle, cut into ranges)"),
+        ("group_sort_us_per_turn", "group (sort each range's fragments by key)"),
         ("assemble_us_per_turn", "assemble (`assemble_blocks`: turns, JSON encode)"),
         ("score_us_per_turn", "score (`score_batch`: parse turns, score, encode scores)"),
         ("score_and_write_part_us_per_turn", "score and write the part (workers write)"),
@@ -414,8 +298,8 @@ def _markdown(data: dict[str, Any]) -> str:
         "",
         f"Ray's .parquet run costs {ray_row:,.0f} µs a turn; our stages in it add up to "
         f"{ours:,.0f}: the other {ray_row - ours:,.0f} µs ({(ray_row - ours) / ray_row:.0%}) "
-        "are Ray's own (task scheduling, Arrow blocks and the object store, the shuffle's map and "
-        "reduce tasks, worker processes idling).",
+        "are Ray's own (task scheduling, Arrow blocks and the object store, worker processes "
+        "idling).",
         "",
         *_jsonl_words(cost, stages),
         "## Scaling: the two-node loopback cluster (one CPU a node), .parquet by the workers",

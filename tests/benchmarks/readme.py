@@ -462,7 +462,7 @@ def ray() -> Row:
     if "rounds" in scaling:  # the best two workers can do on two cores (Amdahl, measured phases)
         best = sorted(r["best_speedup"] for r in scaling["rounds"])
         middle = best[(len(best) - 1) // 2]
-        cells[-1] += f" (at best {middle:.2f}x on 2 cores, the shuffle being a barrier)"
+        cells[-1] += f" (at best {middle:.2f}x on 2 cores, reading being a barrier)"
     if (RESULTS / "ray_million.json").exists():
         m = _load("ray_million")
         where = " from and to S3 (moto)" if m.get("storage") == "s3" else ""

@@ -117,7 +117,7 @@ def test_two_node_cluster_gives_the_local_engines_rows(
     assert len(set(_keys(on_ray))) == TURNS
 
 
-_OUR_TASKS = (b"ReadFile", b"assemble_sorted", b"score_batches")
+_OUR_TASKS = (b"read_ranges", b"assemble_range", b"score_batches")
 """The titles of the Ray engine's own tasks (reading, assembling, scoring): `ray::<name>`."""
 
 

@@ -1,16 +1,17 @@
-"""The Ray engine's stages, run in Ray tasks: read a file, assemble the key-sorted traces,
-score (and, when the workers write OUT, write) a batch of them.
+"""The Ray engine's stages, run in Ray tasks: assemble the key-sorted traces, score (and,
+when the workers write OUT, write) a batch of them. (Reading is `_ray_reads`.)
 
-Rows travel between stages as `{"key", "data"}` (read) and then `{"kind", "payload", "turns",
-"scores"}`: `kind` is `stats` (one file's read counters), `trace` (a trace's counters, its turns
-as JSON) or `part` (the tallies of a block the workers wrote themselves: a Parquet part file, see
-`_ray_parts`, or, in its `turns` column, the block's `.jsonl`/`.csv` lines, see `_ray_lines`).
+Rows travel between stages as `{"kind", "payload", "turns", "scores"}`: `kind` is `stats` (one
+file's read counters, which the driver gets from the read tasks), `trace` (a trace's counters,
+its turns as JSON) or `part` (the tallies of a block the workers wrote themselves: a Parquet part
+file, see `_ray_parts`, or, in its `turns` column, the block's `.jsonl`/`.csv` lines, see
+`_ray_lines`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from typing import Any, Final
 
 from pydantic import TypeAdapter
@@ -18,40 +19,15 @@ from typing_extensions import TypedDict
 
 from groundwire._registry import resolve_evaluators
 from groundwire._types import RagTurn, Score
-from groundwire.offline._grouping import (
-    decode_fragment,
-    encode_fragment,
-    fragments,
-    merge_fragments,
-    order_key,
-)
+from groundwire.offline._grouping import decode_fragment, merge_fragments
 from groundwire.offline._pipeline import TurnCounts, split_evaluations, trace_turns
 from groundwire.offline._ray_lines import LinesPlace, encode_part
 from groundwire.offline._ray_parts import PartsPlace, part_tallies, write_part
 from groundwire.offline._scoring import score_chunk
 from groundwire.offline.expected import ExpectedAnswers
-from groundwire.offline.readers import BadRecordError, Problems, ReadStats, TraceFormat, read_file
 
-__all__ = [
-    "READ_COUNTERS",
-    "SCORES",
-    "TURNS",
-    "TURN_COUNTERS",
-    "ReadFile",
-    "assemble_blocks",
-    "score_batch",
-]
+__all__ = ["SCORES", "TURNS", "TURN_COUNTERS", "assemble_blocks", "score_batch"]
 
-READ_COUNTERS = (
-    "files",
-    "records",
-    "spans",
-    "bad_records",
-    "other_records",
-    "bytes_done",
-    "log_records",
-    "damaged_files",
-)
 TURN_COUNTERS = (
     "traces",
     "turns",
@@ -62,33 +38,6 @@ TURN_COUNTERS = (
     "duplicate_turns",
     "parent_missing",
 )
-_STATS_KEY = ""
-"""The group key of the per-file counters rows (sorts before every trace key)."""
-
-
-class ReadFile:
-    """Ray `flat_map` function: one file path row -> one row per (record, trace), then counters."""
-
-    def __init__(self, fmt: TraceFormat | None, strict: bool) -> None:
-        self.fmt, self.strict = fmt, strict
-
-    def __call__(self, row: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Stream the file's span fragments keyed by trace, and finish with its counters."""
-        stats = ReadStats()
-        problems = Problems(strict=self.strict, stats=stats)
-        path = row["path"]
-        try:
-            for batch in read_file(path, problems, fmt=self.fmt):
-                for trace_id, spans in fragments(batch.spans).items():
-                    yield {"key": order_key(trace_id), "data": encode_fragment(spans)}
-        except OSError as error:
-            problems.report(str(path), f"cannot read the file: {error.strerror or error}")
-        except ValueError as error:
-            if isinstance(error, BadRecordError):
-                raise
-            problems.report(str(path), str(error))
-        counters = {name: getattr(stats, name) for name in READ_COUNTERS}
-        yield {"key": _STATS_KEY, "data": json.dumps(counters).encode()}
 
 
 def assemble_blocks(
@@ -96,12 +45,11 @@ def assemble_blocks(
     expected: ExpectedAnswers | None,
     skip: Collection[tuple[str, str]],
 ) -> dict[str, list[Any]]:
-    """Ray `map_batches` function over whole blocks of the key-sorted rows: each trace's
-    fragments (consecutive rows of one key; the sort keeps a key within one block, the rule
-    `map_groups` itself relies on) -> one row of its turns and counters; counters rows pass.
+    """Whole traces' key-sorted fragments (consecutive rows of one key: every fragment of a
+    trace is in the batch) -> one row per trace of its turns and counters.
 
-    One call per block rather than one per trace (`map_groups`): Ray's per-group slicing and
-    batch conversion cost more than assembling the trace (see docs/offline.md, "Ray").
+    One call per range of traces rather than one per trace: a call per trace (Ray Data's
+    `map_groups`) cost more than assembling the trace (see docs/offline.md, "Ray").
     """
     keys, data = batch["key"], batch["data"]
     out: dict[str, list[Any]] = {"kind": [], "payload": [], "turns": []}
@@ -109,16 +57,10 @@ def assemble_blocks(
     for end in range(1, len(keys) + 1):
         if end < len(keys) and keys[end] == keys[start]:
             continue
-        if str(keys[start]) == _STATS_KEY:
-            for item in data[start:end]:
-                out["kind"].append("stats")
-                out["payload"].append(bytes(item).decode())
-                out["turns"].append(b"[]")
-        else:
-            counters, turns = _assemble_trace(list(data[start:end]), expected, skip)
-            out["kind"].append("trace")
-            out["payload"].append(counters)
-            out["turns"].append(turns)
+        counters, turns = _assemble_trace(list(data[start:end]), expected, skip)
+        out["kind"].append("trace")
+        out["payload"].append(counters)
+        out["turns"].append(turns)
         start = end
     return out
 

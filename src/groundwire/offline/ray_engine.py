@@ -4,21 +4,21 @@
 rescore(paths, ["quote_verification"], "scores.jsonl", engine="ray", ray_address="auto")
 ```
 
-Three stages: reading and the shuffle on Ray Data, assembling and scoring as plain Ray tasks
-(`_ray_scoring`; Ray Data ran its map tasks about one at a time on the two-node cluster):
+Three stages, all plain Ray tasks the driver submits (Ray Data ran its tasks about one at a time
+on the two-node cluster, and its sort was a barrier of its own):
 
-1. read: one task per file streams it through the readers and emits one row per (record, trace):
-   the trace's spans in that record, pickled, keyed by `order_key(trace_id)`; and one row of
-   read counters per file;
-2. group: a sort by key (Ray's sort-based shuffle, materialized: a barrier) brings every
-   fragment of a trace together, wherever and in whatever order the files held them; one task
-   per whole sorted block (a key never straddles two blocks after the sort: the rule
-   `map_groups` relies on, without its per-trace call) assembles each trace once
-   (`trace_turns`: the local engine's code: incomplete traces counted, evaluation spans left
-   out, gold answers attached, resumed turns skipped) and encodes its turns once, with
-   pydantic's compiled JSON encoder;
-3. score: one task per slice of 4 chunks of an assembled block, at most `workers` at a time,
-   submitted by the driver in order as soon as their block is assembled, score the turns in
+1. read (`_ray_reads`): one task per file streams it through the readers and cuts each record's
+   spans into fragments, one per trace, pickled, keyed by `order_key(trace_id)`, into key ranges
+   (the key's leading CRC-32 scaled: equal ranges, in key order), putting them in Ray's object
+   store a range at a time every 32 MB; then it hands back the file's read counters;
+2. group and assemble (`_ray_scoring`): once every read has ended (a trace's last span may be
+   in the last file), one task per key range takes that range's pieces from every read task,
+   sorts them by key (stable: the files' order kept within a trace) and assembles each trace
+   once (`trace_turns`: the local engine's code: incomplete traces counted, evaluation spans
+   left out, gold answers attached, resumed turns skipped) and encodes its turns once, with
+   pydantic's compiled JSON encoder; submitted 4 ranges ahead of the one being scored;
+3. score: one task per slice of 4 chunks of an assembled range, at most `workers` at a time,
+   submitted by the driver in order as soon as their range is assembled, score the turns in
    chunks with the evaluators built once per Ray worker process and run (no actor process
    started per run); a trace's scores travel as JSON beside its turns, which pass through
    unchanged.
@@ -31,8 +31,8 @@ written by the scoring tasks themselves instead (`parts`, see `_ray_parts`): one
 per block, only counters and tallies come back to the driver. A `.jsonl` or `.csv` OUT with no
 export and no hook is encoded by the scoring tasks (`_ray_lines`): each block's lines come back
 as one byte string, which the driver appends to OUT as it is (no turn or score decoded). The
-shuffle sorts by key and the order is preserved, so the output order is `order_key` (a CRC-32 of
-the trace id, then the id): the local engine's order for several files, whatever the split of
+ranges are in key order and each is sorted by key, so the output order is `order_key` (a CRC-32
+of the trace id, then the id): the local engine's order for several files, whatever the split of
 the spans into files and the order of the files.
 
 Ray connects to `address` when given, else to `RAY_ADDRESS` when set, else starts a local
@@ -42,8 +42,8 @@ instance (what CI uses). Install with `pip install 'groundwire[ray]'`.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
-import logging
 import os
 import uuid
 from collections.abc import Collection, Generator, Iterator, Sequence
@@ -52,14 +52,9 @@ from typing import Any
 
 from groundwire.offline._ray_lines import EncodedOutput, LinesPlace
 from groundwire.offline._ray_parts import PartsOutput, PartsPlace, add_part_tallies
+from groundwire.offline._ray_reads import READ_COUNTERS, ReadRanges
 from groundwire.offline._ray_scoring import score_blocks
-from groundwire.offline._ray_stages import (
-    READ_COUNTERS,
-    SCORES,
-    TURN_COUNTERS,
-    TURNS,
-    ReadFile,
-)
+from groundwire.offline._ray_stages import SCORES, TURN_COUNTERS, TURNS
 from groundwire.offline._results import TurnResult
 from groundwire.offline._stopping import StopFlag
 from groundwire.offline._summary import RescoreSummary
@@ -74,14 +69,16 @@ class RayEngineError(RuntimeError):
 
 
 def _ray() -> Any:
-    """The `ray` module with Ray Data, or ImportError naming the extra to install."""
-    try:
-        import ray
-        import ray.data
-    except ImportError:
+    """The `ray` module (pyarrow, for the tables between stages, checked too), or ImportError
+    naming the extra to install."""
+    missing = importlib.util.find_spec("ray") is None
+    if missing or importlib.util.find_spec("pyarrow") is None:
         raise ImportError(
-            "engine='ray' needs Ray Data: pip install 'groundwire[ray]' (or 'ray[data]>=2.9')"
-        ) from None
+            "engine='ray' needs Ray and pyarrow: pip install 'groundwire[ray]' "
+            "(or 'ray[data]>=2.9')"
+        )
+    import ray
+
     return ray
 
 
@@ -111,21 +108,16 @@ class _Job:
     """Where (or how) the workers write OUT's rows themselves; None: they travel to the driver."""
 
 
-def _plan(ray: Any, job: _Job) -> Any:
-    """The dataset of key-sorted trace fragments (read -> sort by key), materialized: the sort
-    is a barrier anyway; `_ray_scoring` assembles and scores its blocks with plain tasks."""
-    files = [{"path": path} for path in job.paths]
-    read = ray.data.from_items(files, override_num_blocks=len(files)).flat_map(
-        ReadFile(job.fmt, job.strict)
-    )
-    return read.sort("key").materialize()
-
-
 def _scored(ray: Any, job: _Job) -> Generator[dict[str, Any], None, None]:
-    """Each block's scored rows, in `order_key` order (see `_ray_scoring`)."""
+    """Each file's read counters (once every read has ended), then each slice's scored rows, in
+    `order_key` order (see `_ray_reads` and `_ray_scoring`)."""
+    reads = ReadRanges(ray, job.paths, fmt=job.fmt, strict=job.strict)
+    for counters in reads.counters():
+        row = {"kind": "stats", "payload": json.dumps(counters), "turns": b"[]", "scores": b"[]"}
+        yield {name: [value] for name, value in row.items()}
     yield from score_blocks(
         ray,
-        _plan(ray, job),
+        reads.take(),
         context=(job.expected, job.skip),
         run=uuid.uuid4().hex,
         spec=job.spec,
@@ -134,27 +126,6 @@ def _scored(ray: Any, job: _Job) -> Generator[dict[str, Any], None, None]:
         chunk_size=job.chunk_size,
         workers=job.workers,
     )
-
-
-@contextlib.contextmanager
-def _data_context() -> Iterator[None]:
-    """Ray Data set for the run (order kept, sort shuffle, quiet), restored afterwards."""
-    from ray.data.context import DataContext, ShuffleStrategy
-
-    data_logger = logging.getLogger("ray.data")
-    data_level = data_logger.level
-    data_logger.setLevel(max(data_level, logging.WARNING))
-    context = DataContext.get_current()
-    options = context.execution_options
-    saved = (options.preserve_order, context.shuffle_strategy, context.enable_progress_bars)
-    options.preserve_order = True
-    context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
-    context.enable_progress_bars = False
-    try:
-        yield
-    finally:
-        options.preserve_order, context.shuffle_strategy, context.enable_progress_bars = saved
-        data_logger.setLevel(data_level)
 
 
 def score_with_ray(
@@ -194,8 +165,7 @@ def score_with_ray(
     ray = _ray()
     started_here = _init(ray, address)
     try:
-        with _data_context():
-            yield from _stream(ray, job, summary, stop, parts)
+        yield from _stream(ray, job, summary, stop, parts)
     finally:
         if started_here:
             ray.shutdown()
