@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import os
+import signal
 import socket
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,9 +143,10 @@ def test_an_unknown_evaluator_is_a_bad_argument() -> None:
     assert result.stderr.count("\n") == 1
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def gateway_logger() -> Iterator[logging.Logger]:
-    """The `groundwire` logger, put back as it was after the test."""
+    """The `groundwire` logger, put back as it was after each test: `serve` points it at the
+    stderr of the moment (CliRunner's, closed afterwards), which later tests would log into."""
     logger = logging.getLogger("groundwire")
     saved = (logger.handlers[:], logger.level, logger.propagate)
     yield logger
@@ -169,3 +175,55 @@ def test_log_levels_are_checked_while_parsing() -> None:
     result = _serve("--log-level", "verbose", "--print-config")
     assert result.exit_code == 2
     assert "'verbose' is not one of" in result.stderr
+
+
+def test_a_bad_flag_value_is_named_by_the_flag_typed() -> None:
+    """A blank `--grpc` is refused naming `--grpc` (the flag), not the config key's spelling."""
+    result = _serve("--grpc", "  ", "--print-config")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: --grpc: expected a non-empty string, got '  '\n",
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _terminate_once_serving(port: int) -> None:
+    """Send this process SIGTERM once the gateway answers HTTP (its handlers are installed by
+    then: it installs them before it starts serving)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            connection.request("GET", "/")
+            connection.getresponse().read()
+            connection.close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_sigterm_ends_a_clean_run_with_exit_0() -> None:
+    """The gateway runs in this process until SIGTERM; with nothing cut, it exits 0."""
+    port = _free_port()
+    threading.Thread(target=_terminate_once_serving, args=(port,), daemon=True).start()
+    result = _serve("--listen", f"127.0.0.1:{port}", "--log-level", "error")
+    assert result.exit_code == 0, result.output
+    assert "error:" not in result.stderr
+
+
+def test_unusable_tls_files_cannot_start(tmp_path: Path) -> None:
+    """A certificate and key that are not PEM: `cannot listen` with the TLS reason, exit 2."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.write_text("")
+    key.write_text("")
+    result = _serve("--listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: cannot listen: [SSL] PEM lib")
+    assert result.stderr.count("\n") == 1
