@@ -46,6 +46,12 @@ def _preview(text: str) -> str:
     return flat if len(flat) <= _PREVIEW else flat[: _PREVIEW - 1] + "…"
 
 
+def _quoted(text: str) -> str:
+    """The preview in quotes, as markup that shows it as it is: quoted first, then escaped (an
+    escape quoted afterwards has its backslash doubled, and `[b]` would turn bold)."""
+    return escape(repr(_preview(text)))
+
+
 def _where(found: Origin | None) -> str:
     """`origin on span-name` for one part of a turn."""
     if found is None:
@@ -81,13 +87,13 @@ def _tree(report: TraceReport) -> Tree:
             tree.add(f"{label}: [yellow]no turn[/] ({escape(turn_report.reason or '?')})")
             continue
         node = tree.add(f"[green]{label}[/]")
-        node.add(f"query    {escape(_preview(turn.query))!r} ← {_where(turn_report.query)}")
+        node.add(f"query    {_quoted(turn.query)} ← {_where(turn_report.query)}")
         contexts = node.add(f"contexts {len(turn.contexts)}")
         for found in turn_report.contexts:
             contexts.add(f"{found.count} from {_where(found)}")
         for context in turn.contexts:
-            contexts.add(f"[dim]{context.rank}[/] {escape(_preview(context.text))!r}")
-        node.add(f"answer   {escape(_preview(turn.answer))!r} ← {_where(turn_report.answer)}")
+            contexts.add(f"[dim]{context.rank}[/] {_quoted(context.text)}")
+        node.add(f"answer   {_quoted(turn.answer)} ← {_where(turn_report.answer)}")
     if report.reason is not None:
         tree.add(f"[yellow]no turn:[/] {escape(report.reason)}")
     return tree

@@ -92,7 +92,7 @@ def _summary_table(summary: RescoreSummary) -> Table:
     for name, tally in summary.tallies.items():
         mean = "–" if tally.mean is None else f"{tally.mean:.3f}"
         counts = (tally.scored, tally.not_applicable, tally.failed, tally.skipped)
-        table.add_row(name, str(counts[0]), mean, *(str(count) for count in counts[1:]))
+        table.add_row(escape(name), str(counts[0]), mean, *(str(count) for count in counts[1:]))
     return table
 
 

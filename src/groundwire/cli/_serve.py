@@ -135,14 +135,15 @@ def _resolve(config: Path | None, flags: dict[str, Any]) -> GatewayConfig:
 def _run(resolved: GatewayConfig) -> ShutdownReport:
     """Start the gateway and run it until a signal; what cannot start exits 2 (one line), a bug
     exits 1 (one line; the traceback only at `--log-level debug`)."""
+    from groundwire import UnknownEvaluatorError
     from groundwire.gateway import Gateway
 
     try:
         gateway = Gateway(resolved)
     except OSError as error:  # the listen address is in use or not ours: before anything starts
         fail(f"cannot listen: {error.strerror or error}", ExitCode.BAD_ARGUMENTS)
-    except (ValueError, TypeError, ImportError) as error:
-        fail(str(error), ExitCode.BAD_ARGUMENTS)
+    except (ValueError, TypeError, ImportError, UnknownEvaluatorError) as error:
+        fail(str(error), ExitCode.BAD_ARGUMENTS)  # UnknownEvaluatorError is a KeyError
     try:
         return asyncio.run(gateway.run())
     except OSError as error:
