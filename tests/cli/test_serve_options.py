@@ -143,6 +143,34 @@ def test_an_unknown_evaluator_is_a_bad_argument() -> None:
     assert result.stderr.count("\n") == 1
 
 
+def test_an_evaluator_that_cannot_be_built_is_one_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plug-in evaluator whose constructor raises something unforeseen (a bug, not bad
+    arguments) ends `serve` like every command: one `internal error` line and exit 1, never a
+    bare "aborted" (what `serve` printed before it was wrapped in `guarded`)."""
+    from groundwire import _registry, register_evaluator
+
+    class Broken:
+        name = "broken_at_build"
+
+        def __init__(self, **options: Any) -> None:
+            raise EOFError("stream ended")
+
+        def evaluate(self, turn: object) -> None:
+            """Never called."""
+
+    monkeypatch.setattr(_registry, "_registered", dict(_registry._registered))  # put back after
+    register_evaluator("broken_at_build", Broken)
+    result = _serve(
+        "--listen", "127.0.0.1:0", "--queue-dir", str(tmp_path), "-e", "broken_at_build"
+    )
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        "error: internal error (a bug in groundwire; please report it): EOFError: stream ended\n"
+    )
+
+
 @pytest.fixture(autouse=True)
 def gateway_logger() -> Iterator[logging.Logger]:
     """The `groundwire` logger, put back as it was after each test: `serve` points it at the

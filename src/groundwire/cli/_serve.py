@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from groundwire.cli._app import app
-from groundwire.cli._errors import fail
+from groundwire.cli._errors import fail, guarded
 from groundwire.cli._exit import ExitCode, help_epilog
 from groundwire.cli._rescore_args import evaluator_names
 
@@ -44,6 +44,7 @@ def _setup_logging(level: str) -> None:
 
 
 @app.command("serve", epilog=help_epilog("serve"))
+@guarded
 def serve_command(
     forward: Annotated[
         str | None,
@@ -133,8 +134,9 @@ def _resolve(config: Path | None, flags: dict[str, Any]) -> GatewayConfig:
 
 
 def _run(resolved: GatewayConfig) -> ShutdownReport:
-    """Start the gateway and run it until a signal; what cannot start exits 2 (one line), a bug
-    exits 1 (one line; the traceback only at `--log-level debug`)."""
+    """Start the gateway and run it until a signal; what cannot start exits 2 (one line). A bug
+    is `guarded`'s, as in every command: exit 1, one line, the traceback only at
+    `--log-level debug` (its logger is under `groundwire`, which `--log-level` sets)."""
     from groundwire import UnknownEvaluatorError
     from groundwire.gateway import Gateway
 
@@ -148,10 +150,3 @@ def _run(resolved: GatewayConfig) -> ShutdownReport:
         return asyncio.run(gateway.run())
     except OSError as error:
         fail(f"cannot listen: {error}", ExitCode.BAD_ARGUMENTS)
-    except Exception as error:
-        logging.getLogger("groundwire.gateway").debug("internal error", exc_info=True)
-        fail(
-            f"internal error (a bug in groundwire; please report it): {type(error).__name__}: "
-            f"{error}",
-            ExitCode.INTERNAL_ERROR,
-        )
