@@ -149,7 +149,7 @@ def test_an_evaluator_that_cannot_be_built_is_one_line_and_exit_1(
     """A plug-in evaluator whose constructor raises something unforeseen (a bug, not bad
     arguments) ends `serve` like every command: one `internal error` line and exit 1, never a
     bare "aborted" (what `serve` printed before it was wrapped in `guarded`)."""
-    from groundwire import _registry, register_evaluator
+    from groundwire import RagTurn, Score, _registry, register_evaluator
 
     class Broken:
         name = "broken_at_build"
@@ -157,8 +157,8 @@ def test_an_evaluator_that_cannot_be_built_is_one_line_and_exit_1(
         def __init__(self, **options: Any) -> None:
             raise EOFError("stream ended")
 
-        def evaluate(self, turn: object) -> None:
-            """Never called."""
+        def evaluate(self, turn: RagTurn) -> Score:
+            raise AssertionError("never called: the evaluator is never built")
 
     monkeypatch.setattr(_registry, "_registered", dict(_registry._registered))  # put back after
     register_evaluator("broken_at_build", Broken)
