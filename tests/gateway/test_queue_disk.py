@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from groundwire.gateway._queue import DB_NAME, DiskQueue, QueueWriteError
+from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._signals import CONTENT_PROTOBUF
 
 
@@ -31,7 +32,10 @@ class _Column:
         self.broken = threading.Event()
         self.waiting = threading.Event()
 
+        self.calls = 0
+
     def __conform__(self, protocol: object) -> str:
+        self.calls += 1
         self.waiting.set()
         self.go.wait(10)
         if self.broken.is_set():
@@ -416,7 +420,6 @@ def test_a_transaction_failing_for_a_bug_is_logged_with_its_counts(
         held = _append(opened, b"held", score=True)
         slow = _stall(opened)
         caplog.set_level(logging.ERROR, logger="groundwire.gateway")
-        from groundwire.gateway._results import ResultRequest
 
         async def together() -> BaseException | int:
             opened.done([held])
@@ -462,3 +465,154 @@ def test_close_writes_what_is_pending_and_empties_the_log(tmp_path: Path) -> Non
     wal = tmp_path / (DB_NAME + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0
     assert _rows(tmp_path, "SELECT COUNT(*) FROM requests") == [(0,)]
+
+
+def test_every_damaged_row_counts_and_an_empty_one_frees_no_bytes(tmp_path: Path) -> None:
+    """Two damaged rows count two; a damaged row with an empty body takes nothing from the
+    held bytes when it is removed."""
+    first = DiskQueue(tmp_path, fsync=False)
+    seqs = [_append(first, body) for body in (b"", b"kept", b"gone")]
+    _close(first)
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.execute("UPDATE requests SET crc = 1 WHERE seq IN (?, ?)", (seqs[0], seqs[2]))
+    opened = DiskQueue(tmp_path, fsync=False)
+    try:
+        assert [s.body for s in opened.replay()] == [b"kept"]
+        assert opened.corrupt == 2
+        assert (opened.held_records, opened.held_bytes) == (1, 4)
+    finally:
+        _close(opened)
+
+
+def test_the_log_line_of_a_failed_transaction_names_the_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The line logged for a transaction that failed for a bug gives the error's type and
+    message (here: a result body that is not bytes)."""
+    caplog.set_level(logging.ERROR, logger="groundwire.gateway")
+    opened = DiskQueue(tmp_path, fsync=False)
+    try:
+        poisoned = opened.scored([], ["t"], [ResultRequest("traces", 1, "text")])  # type: ignore[arg-type]
+        assert isinstance(poisoned.exception(10), TypeError)
+        (line,) = [r.getMessage() for r in caplog.records]
+        assert line.startswith(
+            "forward queue: a transaction failed (TypeError: a bytes-like object is required, "
+            "not 'str'): 0 new requests refused, 1 evaluation result requests dropped"
+        )
+    finally:
+        _close(opened)
+
+
+def test_a_failed_commit_of_records_waits_a_second_on_a_daemon_timer(tmp_path: Path) -> None:
+    """Records whose commit failed are not tried again at once (the disk that failed them is
+    given a second), and the timer that retries them does not hold up the process's exit."""
+    opened = DiskQueue(tmp_path, fsync=False)
+    try:
+        flaky = _Column("trace-1")
+        flaky.broken.set()
+        committed = opened.scored([], [flaky])  # type: ignore[list-item]
+        assert flaky.waiting.wait(10)
+        time.sleep(0.3)
+        assert flaky.calls == 1
+        timers = [t for t in threading.enumerate() if isinstance(t, threading.Timer)]
+        assert timers and all(t.daemon for t in timers)
+        flaky.broken.clear()
+        assert committed.result(10) == []
+        assert flaky.calls == 2
+    finally:
+        _close(opened)
+
+
+def test_each_new_request_on_a_full_disk_is_refused(tmp_path: Path) -> None:
+    """Requests refused one after another (the second within the room's 10 s between log
+    lines) are each answered with the reason."""
+    full = DiskQueue(tmp_path, reserve_bytes=1 << 62, fsync=False)
+    try:
+        for _ in range(2):
+            with pytest.raises(QueueWriteError, match="is nearly full"):
+                _append(full, b"x")
+    finally:
+        _close(full)
+
+
+def test_old_scored_ids_are_forgotten_once_more_than_10_seconds_after_the_last_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the wall clock: scored ids recorded 10.5 s after the last forgetting forget the old
+    ones again (9.5 s after, they do not)."""
+    clock = [1_000_000.0]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    opened = DiskQueue(tmp_path, keep_scored_s=60.0, fsync=False)
+    try:
+        opened.scored([], ["first"]).result(10)
+        with sqlite3.connect(tmp_path / DB_NAME) as db:
+            db.execute("INSERT INTO scored VALUES ('stale', ?)", (clock[0] - 100,))
+        clock[0] += 9.5
+        opened.scored([], ["second"]).result(10)
+        assert ("stale",) in _rows(tmp_path, "SELECT trace_id FROM scored")
+        clock[0] += 1.0
+        opened.scored([], ["third"]).result(10)
+        assert sorted(_rows(tmp_path, "SELECT trace_id FROM scored")) == [
+            ("first",),
+            ("second",),
+            ("third",),
+        ]
+    finally:
+        _close(opened)
+
+
+def test_a_closed_queue_leaves_no_thread_behind(tmp_path: Path) -> None:
+    """`close` returns once the queue's database thread has ended."""
+    before = set(threading.enumerate())
+    opened = DiskQueue(tmp_path / "own", fsync=False)
+    _append(opened, b"x")
+    threads = [t for t in set(threading.enumerate()) - before if t.name.startswith("gateway-queue")]
+    assert threads
+    opened.close()
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_a_queue_that_syncs_to_disk_opens_its_database_with_full_sync(tmp_path: Path) -> None:
+    """`fsync` True (the default) is SQLite's `synchronous=FULL` on the queue's connection
+    (2); False is NORMAL (1)."""
+    for fsync, level in ((True, 2), (False, 1)):
+        opened = DiskQueue(tmp_path / str(fsync), fsync=fsync)
+        try:
+            opened.sync()
+            assert opened._db.execute("PRAGMA synchronous").fetchone()[0] == level
+        finally:
+            _close(opened)
+
+
+def test_close_writes_records_a_failed_commit_left_and_retries_nothing_after(
+    tmp_path: Path,
+) -> None:
+    """Records waiting for their retry (their commit failed) are written by `close`, without
+    waiting for the timer; a retry timer still running when the queue is closed does
+    nothing (no error on its thread)."""
+    errors: list[BaseException | None] = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: errors.append(args.exc_value)
+    try:
+        opened = DiskQueue(tmp_path, fsync=False)
+        flaky = _Column("late")
+        flaky.broken.set()
+        committed = opened.scored([], [flaky])  # type: ignore[list-item]
+        assert flaky.waiting.wait(10)
+        time.sleep(0.2)
+        flaky.broken.clear()
+        _close(opened)
+        assert committed.result(1) == []
+        assert _rows(tmp_path, "SELECT trace_id FROM scored") == [("late",)]
+
+        again = DiskQueue(tmp_path / "again", fsync=False)
+        stuck = _Column("never")
+        stuck.broken.set()
+        again.scored([], [stuck])  # type: ignore[list-item]
+        assert stuck.waiting.wait(10)
+        time.sleep(0.2)
+        _close(again)  # fails once more at close: its timer fires after
+        time.sleep(1.5)
+        assert errors == []
+    finally:
+        threading.excepthook = hook
