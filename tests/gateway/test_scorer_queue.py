@@ -22,7 +22,13 @@ from groundwire.emit import Emitter
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._scoring import ScoredReporter, Scorer, build_scorer
-from groundwire.gateway._signals import CONTENT_JSON, SIGNALS, decode
+from groundwire.gateway._signals import (
+    CONTENT_JSON,
+    CONTENT_PROTOBUF,
+    SIGNALS,
+    MalformedRequestError,
+    decode,
+)
 from groundwire.runner import RunnerConfig
 from groundwire.trace_window import TraceWindow
 
@@ -360,3 +366,178 @@ def test_the_reporter_thread_is_named_and_ends_at_close() -> None:
     assert thread.daemon
     reporter.close(5.0)
     assert not thread.is_alive()
+
+
+class _SecondHeld:
+    """An evaluator that scores the first turn at once and holds the second until released."""
+
+    name = "second_held"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self._calls = 0
+        self._lock = threading.Lock()
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        with self._lock:
+            self._calls += 1
+            second = self._calls == 2
+        if second:
+            self.release.wait(10.0)
+        return Score(name=self.name, value=1.0)
+
+
+def test_a_trace_of_two_turns_is_scored_only_when_both_are_finished() -> None:
+    """A trace the assembler makes two turns of (two root chains): with the first turn
+    finished and the second still with the runner, the trace is not named scored; once the
+    second finishes, it is, once."""
+    held = _SecondHeld()
+    window = TraceWindow(quiet=0.2, max_wait=30.0, max_spans=1000, max_traces=100)
+    config = RunnerConfig(evaluators=[held], workers=2)
+    scorer = build_scorer(
+        config, Emitter(tracer_provider=TracerProvider()), window, GatewayMetrics(None)
+    )
+    try:
+        trace_id = openinference_rag_trace()[0]["traceId"]
+        spans = openinference_rag_trace(trace_id) + openinference_rag_trace(trace_id)
+        scorer.add(_protobuf(spans), 6, time.monotonic(), (3,))
+        scorer.tick(time.monotonic() + 0.5)
+        assert scorer.turns_submitted == 2
+        _until_finished = time.monotonic() + 10.0
+        while scorer.stats().finished < 1:
+            assert time.monotonic() < _until_finished
+            time.sleep(0.01)
+        time.sleep(0.05)
+        assert scorer.take_scored() == ([], [])
+        held.release.set()
+        assert _until_scored(scorer) == ([3], [trace_id])
+        assert scorer.take_scored() == ([], [])
+    finally:
+        held.release.set()
+        scorer.shutdown(5.0)
+
+
+def test_turns_the_runner_drops_at_shutdown_leave_their_traces_unscored() -> None:
+    """The runner's own report of turns dropped by shutdown's deadline (one slow, one queued
+    behind it) reaches the scorer: neither trace is named scored, even once the slow turn has
+    run (a restarted gateway scores both from the queue)."""
+    held = _Held()
+    window = TraceWindow(quiet=0.2, max_wait=30.0, max_spans=1000, max_traces=100)
+    config = RunnerConfig(evaluators=[held], workers=1)
+    scorer = build_scorer(
+        config, Emitter(tracer_provider=TracerProvider()), window, GatewayMetrics(None)
+    )
+    try:
+        scorer.add(_protobuf(openinference_rag_trace()), 3, time.monotonic(), (1,))
+        scorer.tick(time.monotonic() + 0.5)
+        scorer.add(_protobuf(openinference_rag_trace()), 3, time.monotonic(), (2,))
+        scorer.tick(time.monotonic() + 0.5)
+        threading.Timer(0.5, held.release.set).start()
+        _, drained = scorer.shutdown(0.2)
+        assert drained is False
+    finally:
+        held.release.set()
+    time.sleep(1.0)
+    assert scorer.take_scored() == ([], [])
+
+
+def test_a_stop_arriving_with_more_reports_ends_with_the_last_one() -> None:
+    """A report and the stop offered while a flush runs: the reporter sends them as the last
+    report (taking every result still held) and ends at once."""
+    reports = _Reports()
+    reporter = ScoredReporter(reports.flush, reports.send, reports.results)
+    reports.gate.clear()
+    reporter.offer([1], ["a"])
+    time.sleep(0.1)  # the reporter is in the first flush
+    reporter.offer([2], ["b"])
+    started = time.monotonic()
+    reporter._items.put(None)  # what close() sends, without waiting for the thread
+    reports.gate.set()
+    reporter.close(5.0)
+    assert time.monotonic() - started < 2.0
+    assert reports.events[-3:] == [
+        ("flush",),
+        ("results", ["b"], True),
+        ("send", [2], ["b"], [ResultRequest("traces", 1, b"r")]),
+    ]
+
+
+def test_close_waits_no_longer_than_its_timeout() -> None:
+    """A report stuck in its flush (the downstream hangs) holds `close` only `timeout_s`."""
+    reports = _Reports()
+    reporter = ScoredReporter(reports.flush, reports.send)
+    reports.gate.clear()
+    reporter.offer([1], ["a"])
+    started = time.monotonic()
+    reporter.close(0.3)
+    assert time.monotonic() - started < 2.0
+    reports.gate.set()
+
+
+def test_a_trace_is_timed_from_when_its_request_arrived() -> None:
+    """The quiet period runs from when spans were seen here, the scoring lag from when the
+    request was received (here 5 s before it reached the scorer)."""
+    scorer, metrics, _ = _scorer()
+    try:
+        scorer.add(_protobuf(openinference_rag_trace()), 3, time.monotonic() - 5.0)
+        scorer.tick(time.monotonic())
+        assert scorer.turns_submitted == 0  # seen just now: not quiet yet
+        scorer.tick(time.monotonic() + 0.5)
+        assert scorer.turns_submitted == 1
+        (lag,) = metrics.take_lags()
+        assert 5.0 <= lag < 15.0
+    finally:
+        scorer.shutdown(5.0)
+
+
+def test_each_request_counts_only_its_own_late_spans() -> None:
+    """Two requests of late spans, one after the other: each adds its own count."""
+    scorer, metrics, _ = _scorer()
+    try:
+        trace = openinference_rag_trace()
+        scorer.add(_protobuf(trace), 3, time.monotonic())
+        scorer.tick(time.monotonic() + 0.5)
+        scorer.add(_protobuf([dict(trace[0], spanId="00000000000000aa")]), 1, time.monotonic())
+        assert metrics.count("late_spans") == 1
+        scorer.add(_protobuf([dict(trace[0], spanId="00000000000000bb")]), 1, time.monotonic())
+        assert metrics.count("late_spans") == 2
+    finally:
+        scorer.shutdown(5.0)
+
+
+def test_the_warning_of_an_unreadable_request_names_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The warning gives the decoding error."""
+    body = b"\xff\x00 not a message"
+    with pytest.raises(MalformedRequestError) as raised:
+        decode(SIGNALS["traces"], body, CONTENT_PROTOBUF)
+    scorer, _, _ = _scorer()
+    caplog.set_level(logging.WARNING, logger="groundwire.gateway")
+    try:
+        scorer.add(body, 1, time.monotonic())
+        assert [r.getMessage() for r in caplog.records] == [
+            f"a traces request cannot be scored (it was forwarded): {raised.value}"
+        ]
+    finally:
+        scorer.shutdown(5.0)
+
+
+def test_shutdown_gives_the_runner_no_more_than_the_time_left() -> None:
+    """A turn still being evaluated: shutdown returns within its timeout, not drained."""
+    held = _Held()
+    window = TraceWindow(quiet=0.2, max_wait=30.0, max_spans=1000, max_traces=100)
+    config = RunnerConfig(evaluators=[held], workers=1)
+    scorer = build_scorer(
+        config, Emitter(tracer_provider=TracerProvider()), window, GatewayMetrics(None)
+    )
+    try:
+        scorer.add(_protobuf(openinference_rag_trace()), 3, time.monotonic())
+        scorer.tick(time.monotonic() + 0.5)
+        threading.Timer(3.0, held.release.set).start()
+        started = time.monotonic()
+        _, drained = scorer.shutdown(0.3)
+        assert drained is False
+        assert time.monotonic() - started < 0.9
+    finally:
+        held.release.set()
