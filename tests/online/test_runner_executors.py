@@ -183,3 +183,69 @@ def test_a_hung_call_after_shutdown_started_is_not_replaced(emitter: Emitter, ha
     time.sleep(0.1)
     assert seen.workers == []
     executor.close()
+
+
+def test_a_stuck_thread_that_returns_frees_exactly_one_place(emitter: Emitter) -> None:
+    """Four calls stuck at once on one worker are each replaced; when one of them returns, one
+    more stuck call is replaced and the one after it is not (the bound is four stuck at once)."""
+    stuck = [Hangs() for _ in range(6)]
+    executor, _, _, seen = _in_thread(emitter, list(stuck[:1]), timeout_s=0.05)
+    try:
+        for i in range(4):
+            _run_on_thread(executor, planned_job(make_turn(i), [stuck[i]], []), i)
+            wait_for(lambda: len(seen.records) == i + 1)  # noqa: B023 - used at once
+        stuck[0].release.set()
+        time.sleep(0.1)  # its thread comes back and exits
+        for i in (4, 5):
+            _run_on_thread(executor, planned_job(make_turn(i), [stuck[i]], []), i)
+            wait_for(lambda: len(seen.records) == i + 1)  # noqa: B023 - used at once
+        assert seen.workers == [0, 1, 2, 3, 4]
+    finally:
+        for hung in stuck:
+            hung.release.set()
+        executor.close()
+
+
+def test_the_bound_on_stuck_calls_grows_with_the_workers(emitter: Emitter, hangs: Hangs) -> None:
+    """Four stuck calls per configured worker: with two workers, eight are replaced, not the
+    ninth."""
+    executor, _, _, seen = _in_thread(emitter, [hangs], timeout_s=0.05, workers=2)
+    try:
+        for i in range(9):
+            _run_on_thread(executor, planned_job(make_turn(i), [hangs], []), i)
+            wait_for(lambda: len(seen.records) == i + 1)  # noqa: B023 - used at once
+        assert seen.workers == list(range(8))
+    finally:
+        executor.close()
+
+
+class _CountsWaits(threading.Event):
+    """A stop event that keeps each timeout it is waited on with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeouts: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Note the timeout, then wait."""
+        self.timeouts.append(timeout)
+        return super().wait(timeout)
+
+
+@pytest.mark.parametrize(
+    ("timeout_s", "tick_s"), [(0.05, 0.01), (0.001, 0.01), (1.0, 0.1), (10.0, 0.25)]
+)
+def test_the_watchdog_looks_every_tenth_of_the_timeout_within_bounds(
+    emitter: Emitter, timeout_s: float, tick_s: float
+) -> None:
+    """The watchdog wakes every tenth of the evaluator timeout, but never more often than every
+    10 ms nor less often than every 250 ms (so a hung call is noticed promptly, cheaply)."""
+    executor, _, _, _ = _in_thread(emitter, [HasContext()], timeout_s=timeout_s)
+    counting = _CountsWaits()
+    executor._stop = counting  # the watchdog looks its stop event up on each turn
+    try:
+        wait_for(lambda: len(counting.timeouts) >= 1)
+        assert counting.timeouts[0] == pytest.approx(tick_s)
+    finally:
+        counting.set()
+        executor.close()

@@ -6,6 +6,8 @@ mutant of the executors."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import multiprocessing
 import os
 import time
@@ -25,7 +27,11 @@ from .executor_kit import Seen, planned_job, threads_named, wait_for
 
 
 def _on_loop(
-    emitter: Emitter, *, concurrency: int = 8, budget: TokenBudget | None = None
+    emitter: Emitter,
+    *,
+    concurrency: int = 8,
+    budget: TokenBudget | None = None,
+    timeout_s: float = 5.0,
 ) -> tuple[OnEventLoop, Seen]:
     """An OnEventLoop executor over a real pool, and what it hands back."""
     seen = Seen()
@@ -35,7 +41,7 @@ def _on_loop(
         seen.finish,
         seen.skip,
         concurrency=concurrency,
-        timeout_s=5.0,
+        timeout_s=timeout_s,
         budget=budget,
     )
     return executor, seen
@@ -150,6 +156,72 @@ def test_a_score_from_the_loop_carries_its_evaluators_name(emitter: Emitter) -> 
         assert outcome.score == Score(
             name="judge", value=0.75, label="grounded", usage={"input": 100, "output": 20}
         )
+    finally:
+        executor.close()
+
+
+def _callback_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Errors logged for a future's callbacks."""
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.ERROR and r.getMessage().startswith("exception calling callback")
+    ]
+
+
+def test_a_judge_past_the_timeout_is_a_timeout_naming_the_limit(emitter: Emitter) -> None:
+    """An async judge that overruns the evaluator timeout is recorded as a raised TimeoutError
+    naming the limit, and the job is finished."""
+    executor, seen = _on_loop(emitter, timeout_s=0.1)
+    try:
+        executor.run(planned_job(make_turn(1), [], [Judge(delay_s=30.0)]), 0)
+        wait_for(lambda: seen.finished)
+        ((_, name, outcome),) = seen.records
+        assert name == "judge" and outcome.raised
+        assert outcome.score.error == "TimeoutError: no result within 0.1 s"
+    finally:
+        executor.close()
+
+
+def test_finished_and_cancelled_jobs_log_no_callback_errors(
+    emitter: Emitter, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Neither a job the loop finished nor one close() cancelled makes its future's done
+    callback fail."""
+    executor, seen = _on_loop(emitter)
+    hung = Judge(delay_s=30.0)
+    with caplog.at_level(logging.ERROR):
+        executor.run(planned_job(make_turn(1), [], [Judge()]), 0)
+        wait_for(lambda: seen.finished)
+        executor.run(planned_job(make_turn(2), [], [hung]), 0)
+        wait_for(lambda: hung.running)
+        executor.close()
+        time.sleep(0.2)
+    assert _callback_errors(caplog) == []
+
+
+class _AsksForTheLoop:
+    """An async evaluator scoring 1 when the event-loop policy gives its thread's current loop
+    as the running one (as libraries that look the loop up that way expect)."""
+
+    name = "asks_for_the_loop"
+
+    async def aevaluate(self, turn: RagTurn) -> Score:
+        """1.0 when the policy's loop is the running loop."""
+        try:
+            current = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return Score(name=self.name, value=0.0)
+        return Score(name=self.name, value=float(current is asyncio.get_running_loop()))
+
+
+def test_the_loop_is_its_threads_current_event_loop(emitter: Emitter) -> None:
+    """On the loop's thread the policy's current event loop is the loop judges run on."""
+    executor, seen = _on_loop(emitter)
+    try:
+        executor.run(planned_job(make_turn(1), [], [_AsksForTheLoop()]), 0)
+        wait_for(lambda: seen.records)
+        assert seen.records[0][2].score.value == 1.0
     finally:
         executor.close()
 
