@@ -14,15 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanContext, TraceFlags
 
 from groundwire import RagTurn, semconv
 from groundwire.emit import Emitter
 from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor, RunnerConfig
 
-from .conftest import AnswerLength, HasContext, Telemetry, record_turn
+from .conftest import AnswerLength, Gate, HasContext, Telemetry, record_turn
 
 
 @dataclass
@@ -319,3 +321,75 @@ def test_an_inline_evaluator_at_rate_zero_is_sampled_out(make: Callable[..., _Se
         ("answer_length", semconv.OUTCOME_SAMPLED_OUT): 1,
         ("has_context", "ok"): 1,
     }
+
+
+_RESOURCE = Resource.create({})
+
+
+def _children_of_traces(count: int) -> list[ReadableSpan]:
+    """A retriever child span in each of `count` traces (ids 1 to count)."""
+    return [
+        ReadableSpan(
+            "retrieve",
+            context=SpanContext(trace, 2, False, TraceFlags(1)),
+            parent=SpanContext(trace, 1, False, TraceFlags(1)),
+            resource=_RESOURCE,
+        )
+        for trace in range(1, count + 1)
+    ]
+
+
+def _root_of_trace(trace: int) -> ReadableSpan:
+    """A chain root span of the trace (alone it makes no turn)."""
+    return ReadableSpan(
+        "rag",
+        context=SpanContext(trace, 1, False, TraceFlags(1)),
+        attributes={semconv.OPENINFERENCE_SPAN_KIND: semconv.SPAN_KIND_CHAIN},
+        resource=_RESOURCE,
+    )
+
+
+def test_the_hand_off_queue_holds_twenty_thousand_spans_by_default(
+    make: Callable[..., _Setup],
+) -> None:
+    """By default the 20,001st span waiting in the queue is the first dropped."""
+    setup = make()
+    (child,) = _children_of_traces(1)
+    with setup.processor._feed_lock:
+        for _ in range(20_000):
+            setup.processor.on_end(child)
+        assert setup.processor.dropped_spans == 0
+        setup.processor.on_end(child)
+        assert setup.processor.dropped_spans == 1
+        setup.processor._spans.clear()  # spare the assembler 20,000 copies
+
+
+def test_ten_thousand_damaged_traces_are_remembered_and_no_more(
+    make: Callable[..., _Setup],
+) -> None:
+    """The damaged traces are a bounded memory of the newest 10,000: the root of the oldest of
+    10,000 is still counted as a dropped turn; of 10,001, it is forgotten."""
+    for count, dropped in ((10_000, 1), (10_001, 0)):
+        setup = make(max_pending_spans=1)
+        placeholder, *children = _children_of_traces(count + 1)
+        with setup.processor._feed_lock:
+            setup.processor.on_end(placeholder)  # fills the queue
+            for child in children:
+                setup.processor.on_end(child)
+        setup.processor.drain()
+        setup.processor.on_end(_root_of_trace(2))  # the oldest damaged trace
+        assert setup.processor.force_flush(5_000)
+        assert setup.runner.stats().dropped == dropped, count
+
+
+def test_force_flush_waits_at_most_its_milliseconds(make: Callable[..., _Setup]) -> None:
+    """force_flush(timeout_millis) gives up after that many milliseconds (False) while a turn
+    is still being scored."""
+    gate = Gate()
+    setup = make(evaluators=[gate])
+    threading.Timer(3.0, gate.open.set).start()
+    record_turn(setup.telemetry.tracer)
+    started = time.monotonic()
+    assert setup.processor.force_flush(100) is False
+    assert time.monotonic() - started < 2.5
+    gate.open.set()
