@@ -159,3 +159,25 @@ def test_a_span_of_another_shape_is_left_alone(provider: TracerProvider) -> None
     for shape in shapes:
         assert write_scores(shape, _SCORES) is False  # type: ignore[arg-type]
     assert dict(attributes or {}) == {} and not events
+
+
+def test_an_ended_spans_own_attribute_container_is_frozen_again(provider: TracerProvider) -> None:
+    """After writing, the span's own attribute container refuses changes again, as the SDK
+    left it."""
+    span = _span(provider, ended=True)
+    assert write_scores(span, _SCORES) is True
+    with pytest.raises(TypeError):
+        span._attributes["late"] = 1  # type: ignore[index]
+
+
+def test_a_span_of_the_sdks_shape_without_limits_gets_unbounded_events(
+    provider: TracerProvider,
+) -> None:
+    """A span with the SDK's lock and containers but no limits object is written, with its
+    events' attributes not cut."""
+    ended = _span(provider, ended=True)
+    shape = _OtherShape(_lock=ended._lock, _attributes=ended._attributes, _events=ended._events)
+    assert write_scores(shape, _SCORES) is True  # type: ignore[arg-type]
+    first = ended._events[0].attributes
+    assert first is not None and first[semconv.GEN_AI_EVALUATION_SCORE_LABEL] == "grounded"
+    assert len(first) == 3
