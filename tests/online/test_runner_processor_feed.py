@@ -138,3 +138,17 @@ def test_a_span_that_cannot_be_assembled_is_logged_and_skipped(
         processor.on_end(span)
     assert processor.force_flush(5_000)
     assert processor.runner.stats().scored == 1
+
+
+def test_a_span_without_context_dropped_by_a_full_queue_is_counted_never_raised(
+    processor: EvaluationSpanProcessor,
+) -> None:
+    """A root with no span context that meets a full queue is counted as a dropped turn; the
+    hook does not raise."""
+    placeholder, _ = _spans_of_one_turn()
+    with processor._feed_lock:
+        processor.on_end(placeholder)
+        processor.on_end(ReadableSpan("broken", context=None))
+    assert processor.dropped_spans == 1
+    assert processor.force_flush(5_000)
+    assert processor.runner.stats().dropped == 1
