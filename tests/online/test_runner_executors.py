@@ -249,3 +249,15 @@ def test_the_watchdog_looks_every_tenth_of_the_timeout_within_bounds(
     finally:
         counting.set()
         executor.close()
+
+
+def test_each_sync_evaluator_runs_once_then_the_job_goes_on(emitter: Emitter) -> None:
+    """Three evaluators from the start: three records, and run() returns (it never runs one
+    evaluator again)."""
+    evaluators: list[AnyEvaluator] = [HasContext(), AnswerLength()]
+    executor, _, _, seen = _in_thread(emitter, evaluators, timeout_s=None)
+    job = planned_job(make_turn(1), [*evaluators, evaluators[0]], [])
+    steps = _run_on_thread(executor, job, 0)
+    wait_for(lambda: steps, limit_s=2.0)
+    assert [name for _, name, _ in seen.records] == ["has_context", "answer_length", "has_context"]
+    assert job.next_sync == 3

@@ -226,6 +226,51 @@ def test_the_loop_is_its_threads_current_event_loop(emitter: Emitter) -> None:
         executor.close()
 
 
+class _EchoesTheQuery:
+    """An async evaluator whose explanation is the turn's query."""
+
+    name = "echoes"
+
+    async def aevaluate(self, turn: RagTurn) -> Score:
+        """The query as the explanation."""
+        return Score(name=self.name, value=1.0, explanation=turn.query)
+
+
+def test_a_judge_is_given_its_turn_and_recorded_on_its_job(emitter: Emitter) -> None:
+    """The loop passes the job's turn to the evaluator and records the outcome on that job."""
+    executor, seen = _on_loop(emitter)
+    job = planned_job(make_turn(7), [], [_EchoesTheQuery()])
+    try:
+        executor.run(job, 0)
+        wait_for(lambda: seen.finished)
+        ((recorded, _, outcome),) = seen.records
+        assert recorded is job and outcome.score.explanation == "question 7"
+    finally:
+        executor.close()
+
+
+def test_a_judge_that_waited_while_the_budget_ran_out_is_skipped_on_its_job(
+    emitter: Emitter,
+) -> None:
+    """With one slot, a judge waiting behind one that spends the last tokens is skipped (on its
+    own job) once it gets the slot."""
+    budget = TokenBudget(100)
+    executor, seen = _on_loop(emitter, concurrency=1, budget=budget)
+    spender, waiter = Judge(delay_s=0.2, tokens=(100, 0)), Judge()
+    first, second = (
+        planned_job(make_turn(1), [], [spender]),
+        planned_job(make_turn(2), [], [waiter]),
+    )
+    try:
+        executor.run(first, 0)
+        wait_for(lambda: spender.running)
+        executor.run(second, 0)
+        wait_for(lambda: len(seen.finished) == 2)
+        assert seen.skipped == [(second, "judge")] and waiter.calls == 0
+    finally:
+        executor.close()
+
+
 @pytest.fixture
 def reaped() -> Iterator[None]:
     """Worker processes a test killed are reaped before the next test (no zombie children)."""
