@@ -370,3 +370,18 @@ def test_closing_the_executor_stops_its_worker_process() -> None:
     executor.close()
     process.join(5)
     assert not process.is_alive()
+
+
+@pytest.mark.usefixtures("reaped")
+def test_a_failed_round_trip_records_the_time_it_waited() -> None:
+    """Each evaluator a dead process failed is recorded with the time the call waited: no less
+    than zero, no more than the test waited."""
+    evaluators: list[AnyEvaluator] = [_ExitsTheProcess(), HasContext()]
+    executor, seen = _in_process(evaluators, 30.0)
+    try:
+        started = time.monotonic()
+        executor.run(planned_job(make_turn(1), evaluators, []), 0)
+        waited = time.monotonic() - started
+        assert [0 <= o.duration_s <= waited for _, _, o in seen.records] == [True, True]
+    finally:
+        executor.close()
