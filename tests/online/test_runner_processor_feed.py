@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from groundwire import semconv
+from groundwire.assembly import TurnAssembler
 from groundwire.emit import Emitter
 from groundwire.runner import BackgroundRunner, EvaluationSpanProcessor, RunnerConfig
 
@@ -152,3 +153,36 @@ def test_a_span_without_context_dropped_by_a_full_queue_is_counted_never_raised(
     assert processor.dropped_spans == 1
     assert processor.force_flush(5_000)
     assert processor.runner.stats().dropped == 1
+
+
+def test_the_hand_off_queue_of_a_processor_built_with_defaults_holds_20_000_spans(
+    telemetry: Telemetry, emitter: Emitter
+) -> None:
+    """Built without max_pending_spans, the 20,001st waiting span is the first dropped."""
+    runner = BackgroundRunner(RunnerConfig([HasContext()]), emitter)
+    made = EvaluationSpanProcessor(runner, emitter)
+    (child, _) = _spans_of_one_turn()
+    try:
+        with made._feed_lock:
+            for _ in range(20_000):
+                made.on_end(child)
+            assert made.dropped_spans == 0
+            made.on_end(child)
+            assert made.dropped_spans == 1
+            made._spans.clear()  # spare the assembler 20,000 copies
+    finally:
+        made.shutdown()
+
+
+def test_a_given_assembler_is_the_one_fed(telemetry: Telemetry, emitter: Emitter) -> None:
+    """The processor feeds the assembler it was given."""
+    assembler = TurnAssembler()
+    runner = BackgroundRunner(RunnerConfig([HasContext()]), emitter)
+    made = EvaluationSpanProcessor(runner, emitter, assembler=assembler)
+    try:
+        child, _ = _spans_of_one_turn()
+        made.on_end(child)
+        made.drain()
+        assert assembler.pending_spans == 1
+    finally:
+        made.shutdown()

@@ -333,3 +333,21 @@ def test_starts_never_overfill_the_queue(make: Callable[..., _Setup]) -> None:
         assert len(setup.processor._spans) == 1
     for span in spans:
         span.end()
+
+
+def test_inline_results_written_onto_the_root_get_no_carrier_span(
+    make: Callable[..., _Setup],
+) -> None:
+    """Inline scores written onto the root go out as log records only: no inline carrier span."""
+    exporter = InMemoryLogRecordExporter()
+    logs = LoggerProvider()
+    logs.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    setup = make(inline={"answer_length"}, emitter={"logger_provider": logs, "events": "logs"})
+    record_turn(setup.telemetry.tracer)
+    assert setup.processor.force_flush(5_000)
+    modes = [
+        (s.attributes or {}).get(semconv.GROUNDWIRE_EVALUATION_MODE)
+        for s in setup.telemetry.finished(semconv.EVALUATION_SPAN_NAME)
+    ]
+    assert semconv.EVALUATION_MODE_INLINE not in modes
+    logs.shutdown()
