@@ -143,6 +143,28 @@ def test_a_process_that_dies_fails_its_callers_with_a_runtime_error() -> None:
         executor.close()
 
 
+def test_a_process_that_died_after_starting_is_replaced_at_the_next_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """After the worker process dies (here it exits; the OS killing it is the same), the next
+    call is answered by a new process, with one warning giving the exit code; sync evaluation
+    does not stay broken (every later call failed with BrokenPipeError before)."""
+    executor = ProcessExecutor([_ExitsOnOne(), _Pid()])
+    try:
+        first = int(executor.evaluate(["pid"], make_turn(2), 30.0)[0].score.explanation or "0")
+        with pytest.raises(RuntimeError, match=r"^the evaluation worker process exited$"):
+            executor.evaluate(["exits"], make_turn(1), 30.0)
+        with caplog.at_level("WARNING", logger="groundwire.runner"):
+            (outcome,) = executor.evaluate(["pid"], make_turn(2), 30.0)
+        assert int(outcome.score.explanation or "0") not in (0, first, os.getpid())
+        assert [r.getMessage() for r in caplog.records] == [
+            "the evaluation worker process exited (exit code 3); another was started"
+        ]
+        assert executor.evaluate(["exits"], make_turn(2), 30.0)[0].score.value == 1.0
+    finally:
+        executor.close()
+
+
 def test_close_ends_the_process_and_later_calls_are_refused() -> None:
     """close() ends the worker process at once; a call after it raises; closing twice is
     harmless."""

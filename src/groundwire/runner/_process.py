@@ -6,8 +6,9 @@ run down a pipe to a daemon worker process (spawned, so no lock or thread of the
 inherited) and wait for the outcomes, releasing the GIL meanwhile. The process holds unpickled
 copies of the evaluators, warms them up when it starts (in the background: `configure()` does not
 wait), and runs at a lower OS priority. A call that overruns the evaluator timeout kills and
-replaces the process (Python cannot interrupt a call, but it can end a process). Being a daemon
-process, it never holds the app's exit: multiprocessing terminates it then.
+replaces the process (Python cannot interrupt a call, but it can end a process); a process that
+died after it started (killed by the OS, a crash in native code) is replaced at the next call.
+Being a daemon process, it never holds the app's exit: multiprocessing terminates it then.
 """
 
 from __future__ import annotations
@@ -85,6 +86,11 @@ class ProcessExecutor:
         child.close()
         self._process, self._connection = process, parent
         self._ready = threading.Event()
+        self._warm = False
+        """Whether this process said it was ready (a process that dies after that is replaced
+        at the next call; one that dies while starting is not: it would die again)."""
+        self._ended = False
+        """Whether its pipe ended (the process exited or was killed), set by its reader."""
         reader = threading.Thread(
             target=self._read,
             args=(parent, self._ready),
@@ -101,6 +107,9 @@ class ProcessExecutor:
             except (EOFError, OSError):
                 break
             if call_id == _READY:
+                with self._lock:
+                    if connection is self._connection:
+                        self._warm = True
                 ready.set()
                 continue
             with self._lock:
@@ -111,6 +120,7 @@ class ProcessExecutor:
         with self._lock:
             if connection is not self._connection:
                 return  # replaced: its callers were failed when it was killed
+            self._ended = True
             pending, self._pending = self._pending, {}
         for future in pending.values():
             future.set_exception(RuntimeError("the evaluation worker process exited"))
@@ -123,6 +133,8 @@ class ProcessExecutor:
         (its start and warm-up are not the evaluation's time)."""
         future: Future[list[EvaluationOutcome]] = Future()
         with self._lock:
+            if not self._closed and self._warm and self._ended:
+                self._replace_dead()
             ready = self._ready
         if not ready.wait(_STARTUP_LIMIT_S):
             raise RuntimeError("the evaluation worker process did not start")
@@ -138,6 +150,22 @@ class ProcessExecutor:
             self._restart()
             raise
 
+    def _replace_dead(self) -> None:
+        """Start another process in place of one that died after it was ready (killed by the
+        OS, a crash in native code); its callers were failed by its reader (lock held)."""
+        dead, pending, self._pending = self._process, self._pending, {}
+        with contextlib.suppress(OSError):
+            self._connection.close()
+        dead.join(1.0)  # its pipe has ended: it is exiting; reaped, with its exit code
+        self._start()
+        logger.warning(
+            "the evaluation worker process exited (exit code %s); another was started",
+            dead.exitcode,
+        )
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(RuntimeError("the evaluation worker process exited"))
+
     def _restart(self) -> None:
         """Kill a process stuck in a call and start another; its pending callers fail."""
         with self._lock:
@@ -148,6 +176,7 @@ class ProcessExecutor:
                 self._connection.close()
             old.kill()
             self._start()
+        old.join(1.0)  # reaped: no zombie left behind
         logger.warning("an evaluation overran its timeout; the evaluation worker process restarted")
         for future in pending.values():
             if not future.done():
@@ -165,3 +194,4 @@ class ProcessExecutor:
         process.join(0.05)
         if process.is_alive():
             process.kill()
+            process.join(1.0)
