@@ -616,3 +616,40 @@ def test_exported_results_name_the_evaluators_version(traces: Path, receiver: An
     assert receiver.wait_for(lambda r: len(r.log_records()) >= before + TURNS, 5.0)
     sent = receiver.log_records()[before:]
     assert all(record.attributes.get("groundwire.evaluator.version") for record in sent)
+
+
+def test_the_local_engine_reads_the_format_it_is_told(traces: Path) -> None:
+    """`fmt` reaches the local readers: OTLP lines asked to be read as Jaeger JSON are
+    refused, naming the format they are in."""
+    from groundwire.offline.readers import FormatMismatchError
+
+    with pytest.raises(FormatMismatchError, match="read it as otlp-json"):
+        rescore(traces, ["quoted_spans"], None, fmt="jaeger")
+    assert rescore(traces, ["quoted_spans"], None, fmt="otlp-json").turns_scored == TURNS
+
+
+def test_the_local_engine_keeps_the_window_it_is_given(traces: Path, tmp_path: Path) -> None:
+    """`window` reaches the trace window: spans read twice are left out by default, and read
+    again when the window remembers no span (the documented opt-out)."""
+    from groundwire.offline import WindowOptions
+
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text(traces.read_text(encoding="utf-8") * 2, encoding="utf-8")
+    default = rescore(twice, ["quoted_spans"], None)
+    assert default.counts.duplicate_spans > 0
+    forgetful = WindowOptions(remember_spans=0, remember_turns=0)
+    summary = rescore(twice, ["quoted_spans"], None, window=forgetful)
+    assert summary.counts.duplicate_spans == 0
+
+
+def test_a_span_source_is_read_instead_of_files(traces: Path) -> None:
+    """A span source (`source`) is called with the run's problem reporter and its batches are
+    the turns scored: a problem it reports is counted in the summary."""
+    from groundwire.offline.readers import read_spans
+
+    def source(problems: Any) -> Any:
+        problems.report("source", "one record the source could not read")
+        return read_spans([traces], problems)
+
+    summary = rescore([], ["quoted_spans"], None, source=source, on_problem=lambda _t: None)
+    assert summary.turns_scored == TURNS and summary.read.bad_records == 1
