@@ -9,6 +9,7 @@ loopback; each test takes a fraction of a second.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -323,6 +324,19 @@ def test_on_read_reports_progress_at_most_five_times_a_second(traces: Path) -> N
     assert quiet.on_read() is False and quiet.read_stopped is False
 
 
+def test_progress_while_reading_tells_the_seconds_since_the_start(traces: Path) -> None:
+    """The progress told while grouping reads carries the seconds since the run started (a
+    duration, not a clock reading)."""
+    seen: list[float] = []
+    options = RescoreOptions(
+        paths=traces, evaluators=["quoted_spans"], progress=lambda s: seen.append(s.elapsed_s)
+    )
+    before = time.perf_counter()
+    run = start(options, check_inputs(options), None)
+    run.on_read()
+    assert len(seen) == 1 and 0 < seen[0] <= time.perf_counter() - before
+
+
 def test_several_files_are_grouped_whole_with_progress_while_reading(
     tmp_path: Path,
 ) -> None:
@@ -550,3 +564,92 @@ def test_a_sigint_during_the_run_is_a_graceful_stop(traces: Path, tmp_path: Path
     )
     assert summary.interrupted is True and 1 <= summary.turns_scored < TURNS
     assert len(_lines(out)) == summary.turns_scored
+
+
+def test_resume_refuses_an_out_scored_by_other_evaluators(traces: Path, tmp_path: Path) -> None:
+    """`start` checks OUT against this run's evaluators: OUT written by other evaluators is not
+    resumed (ResumeError naming them), and the lock on OUT is released."""
+    from groundwire.offline import ResumeError
+
+    out = tmp_path / "out.jsonl"
+    rescore(traces, ["quoted_spans"], out)
+    options = RescoreOptions(
+        paths=traces, evaluators=["quoted_spans", "quote_verification"], out=out, resume=True
+    )
+    inputs = check_inputs(options)
+    lock = hold_output(inputs.out)
+    with pytest.raises(ResumeError, match="are not this run's"):
+        start(options, inputs, lock)
+    hold_output(out).release()  # free again
+    assert len(_lines(out)) == TURNS
+
+
+def test_the_summary_starts_with_the_engine_and_workers(traces: Path) -> None:
+    """The summary a run starts with names its engine and its worker count."""
+    on_ray = _ray_run(traces, None, workers=3)
+    assert (on_ray.summary.engine, on_ray.summary.workers) == ("ray", 3)
+    options = RescoreOptions(paths=traces, evaluators=["quoted_spans"], workers=2)
+    local = start(options, check_inputs(options), None)
+    assert (local.summary.engine, local.summary.workers) == ("local", 2)
+
+
+def test_a_stopped_html_report_says_it_is_partial(traces: Path, tmp_path: Path) -> None:
+    """A run stopped mid-way closes its report as interrupted: the HTML says it is partial;
+    a whole run's report does not."""
+    stop = StopFlag()
+    out = tmp_path / "out.html"
+    summary = rescore(
+        traces, ["quoted_spans"], out, chunk_size=1, stop=stop, on_results=Stopper(stop)
+    )
+    assert summary.interrupted is True
+    assert "this report is partial" in out.read_text(encoding="utf-8")
+    whole = tmp_path / "whole.html"
+    rescore(traces, ["quoted_spans"], whole)
+    assert "this report is partial" not in whole.read_text(encoding="utf-8")
+
+
+def test_exported_results_name_the_evaluators_version(traces: Path, receiver: Any) -> None:
+    """The export knows the run's evaluators: each result event it sends carries the version
+    of the evaluator that scored it."""
+    before = len(receiver.log_records())
+    rescore(traces, ["quoted_spans"], None, export_otlp=receiver.endpoint)
+    assert receiver.wait_for(lambda r: len(r.log_records()) >= before + TURNS, 5.0)
+    sent = receiver.log_records()[before:]
+    assert all(record.attributes.get("groundwire.evaluator.version") for record in sent)
+
+
+def test_the_local_engine_reads_the_format_it_is_told(traces: Path) -> None:
+    """`fmt` reaches the local readers: OTLP lines asked to be read as Jaeger JSON are
+    refused, naming the format they are in."""
+    from groundwire.offline.readers import FormatMismatchError
+
+    with pytest.raises(FormatMismatchError, match="read it as otlp-json"):
+        rescore(traces, ["quoted_spans"], None, fmt="jaeger")
+    assert rescore(traces, ["quoted_spans"], None, fmt="otlp-json").turns_scored == TURNS
+
+
+def test_the_local_engine_keeps_the_window_it_is_given(traces: Path, tmp_path: Path) -> None:
+    """`window` reaches the trace window: spans read twice are left out by default, and read
+    again when the window remembers no span (the documented opt-out)."""
+    from groundwire.offline import WindowOptions
+
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text(traces.read_text(encoding="utf-8") * 2, encoding="utf-8")
+    default = rescore(twice, ["quoted_spans"], None)
+    assert default.counts.duplicate_spans > 0
+    forgetful = WindowOptions(remember_spans=0, remember_turns=0)
+    summary = rescore(twice, ["quoted_spans"], None, window=forgetful)
+    assert summary.counts.duplicate_spans == 0
+
+
+def test_a_span_source_is_read_instead_of_files(traces: Path) -> None:
+    """A span source (`source`) is called with the run's problem reporter and its batches are
+    the turns scored: a problem it reports is counted in the summary."""
+    from groundwire.offline.readers import read_spans
+
+    def source(problems: Any) -> Any:
+        problems.report("source", "one record the source could not read")
+        return read_spans([traces], problems)
+
+    summary = rescore([], ["quoted_spans"], None, source=source, on_problem=lambda _t: None)
+    assert summary.turns_scored == TURNS and summary.read.bad_records == 1
