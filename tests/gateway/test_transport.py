@@ -16,9 +16,9 @@ from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 import pytest
-from aiohttp import web
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from tests.gateway._scripted import http_downstream
 
 from groundwire.gateway._signals import CONTENT_JSON, CONTENT_PROTOBUF, SIGNALS, decode
 from groundwire.gateway._transport import (
@@ -111,39 +111,6 @@ def test_retry_after_in_seconds_and_as_a_date() -> None:
 # --- OTLP/HTTP ------------------------------------------------------------------------------------
 
 
-@dataclass
-class HttpDownstream:
-    """A real OTLP/HTTP server answering from `script` (status, headers, body), then 200."""
-
-    url: str = ""
-    script: list[tuple[int, dict[str, str], bytes]] = field(default_factory=list)
-    seen: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
-    delay_s: float = 0.0
-
-    async def handle(self, request: web.Request) -> web.Response:
-        self.seen.append((request.path, dict(request.headers), await request.read()))
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
-        status, headers, body = self.script.pop(0) if self.script else (200, {}, b"")
-        return web.Response(status=status, headers=headers, body=body)
-
-
-@asynccontextmanager
-async def _http_downstream() -> AsyncIterator[HttpDownstream]:
-    downstream = HttpDownstream()
-    app = web.Application()
-    app.router.add_post("/{tail:.*}", downstream.handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    downstream.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    try:
-        yield downstream
-    finally:
-        await runner.cleanup()
-
-
 def _http(endpoint: str, **options: Any) -> HttpTransport:
     settings: dict[str, Any] = {"headers": {}, "timeout_s": 5, "compression": "none",
                                 "ca_file": None, **options}  # fmt: skip
@@ -156,7 +123,7 @@ def test_http_posts_the_body_as_received_to_the_signal_path() -> None:
     ok with no items rejected."""
 
     async def scenario() -> None:
-        async with _http_downstream() as downstream:
+        async with http_downstream() as downstream:
             transport = _http(downstream.url + "/", headers={"x-team": "rag"})
             body = _traces("a", "b")
             assert await transport.send(_batch(body)) == Outcome(True, status="200")
@@ -180,7 +147,7 @@ def test_http_gzip_compresses_the_body() -> None:
     """compression gzip: the body goes out gzipped with Content-Encoding: gzip."""
 
     async def scenario() -> None:
-        async with _http_downstream() as downstream:
+        async with http_downstream() as downstream:
             transport = _http(downstream.url, compression="gzip")
             body = _traces("a" * 500)
             assert (await transport.send(_batch(body))).ok
@@ -199,7 +166,7 @@ def test_http_partial_success_counts_the_rejected_items() -> None:
     not read for it."""
 
     async def scenario() -> None:
-        async with _http_downstream() as downstream:
+        async with http_downstream() as downstream:
             downstream.script = [
                 (200, {}, _partial(2)),
                 (202, {}, b"\xff\xff\xff"),
@@ -222,7 +189,7 @@ def test_http_failures_are_classified_as_the_specification_says() -> None:
     not; 300 is not a success."""
 
     async def scenario() -> None:
-        async with _http_downstream() as downstream:
+        async with http_downstream() as downstream:
             downstream.script = [
                 (429, {"Retry-After": "3"}, b""),
                 (502, {}, b""),
@@ -258,7 +225,7 @@ def test_http_network_problems_are_retryable_never_raised() -> None:
         await refused.close()
         assert (outcome.ok, outcome.retryable) == (False, True)
         assert outcome.status.startswith("ClientConnector")
-        async with _http_downstream() as downstream:
+        async with http_downstream() as downstream:
             downstream.delay_s = 2.0
             slow = _http(downstream.url, timeout_s=0.2)
             started = time.monotonic()
@@ -275,7 +242,7 @@ def test_http_close_releases_the_session_and_a_send_reopens_it() -> None:
     """After close the next send opens a new session and gets through; close twice is fine."""
 
     async def scenario() -> None:
-        async with _http_downstream() as downstream:
+        async with http_downstream() as downstream:
             transport = _http(downstream.url)
             await transport.close()
             assert (await transport.send(_batch())).ok
