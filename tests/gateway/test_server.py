@@ -269,7 +269,7 @@ def test_readiness_follows_the_buffer_and_the_gauges_read_it() -> None:
             downstream.script = [(503, {"Retry-After": "30"}, b"")] * 5
             body = _traces("x" * 80)
             config = _config(downstream.url, buffer_max_bytes=10 * len(body),
-                             max_request_bytes=len(body), shutdown_timeout_s=1)  # fmt: skip
+                             max_request_bytes=len(body), shutdown_timeout_s=0.3)  # fmt: skip
             gateway = Gateway(config)
             async with _running(gateway, reports) as (gateway, session):
                 assert gateway.grpc_port is None
@@ -304,7 +304,7 @@ def test_a_stop_cut_by_the_deadline_reports_what_is_left(
     async def scenario() -> None:
         async with http_downstream() as downstream:
             downstream.script = [(503, {"Retry-After": "30"}, b"")]
-            gateway = Gateway(_config(downstream.url, shutdown_timeout_s=1))
+            gateway = Gateway(_config(downstream.url, shutdown_timeout_s=0.3))
             async with _running(gateway, reports) as (gateway, session):
                 base = f"http://127.0.0.1:{gateway.http_port}"
                 headers = {"Content-Type": CONTENT_PROTOBUF}
@@ -333,7 +333,7 @@ def test_with_a_queue_the_health_shows_it_and_the_gauges_read_it(tmp_path: Path)
         async with http_downstream() as downstream:
             downstream.script = [(503, {"Retry-After": "30"}, b"")]
             config = _config(downstream.url, queue_dir=str(tmp_path), queue_fsync=False,
-                             shutdown_timeout_s=1)  # fmt: skip
+                             shutdown_timeout_s=0.3)  # fmt: skip
             gateway = Gateway(config)
             async with _running(gateway, reports) as (gateway, session):
                 base = f"http://127.0.0.1:{gateway.http_port}"
