@@ -284,3 +284,19 @@ def test_a_client_ca_requires_client_certificates(certificates: dict[str, Path])
             assert served.intake.metrics.snapshot() == {"received:traces": 1}
 
     _run(scenario)
+
+
+def test_a_port_held_by_another_receiver_is_not_shared() -> None:
+    """SO_REUSEPORT is off: a second receiver on the port a running one holds fails to bind
+    instead of silently sharing its requests."""
+
+    async def scenario() -> None:
+        async with _served() as first:
+            address = f"127.0.0.1:{first.port}"
+            config = load_config(
+                flags={"forward": "http://127.0.0.1:9", "grpc_listen": address}, environ={}
+            )
+            with pytest.raises((RuntimeError, OSError), match=address):
+                await start_grpc_server(first.intake, config)
+
+    _run(scenario)

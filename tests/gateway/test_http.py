@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import pytest
 from aiohttp import web
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
@@ -379,3 +381,21 @@ def test_token_matches_rules() -> None:
     assert not token_matches("Bearer u", "t", "authorization")
     assert token_matches(" t ", "t", "x-token")
     assert not token_matches("Bearer t", "t", "x-token")
+
+
+def test_without_prometheus_client_metrics_is_404_saying_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the prometheus extra (`prometheus_client` not importable), /metrics is 404 with a
+    line naming the extra to install; the other paths still answer."""
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+
+    async def scenario() -> None:
+        async with _served() as served:
+            async with served.session.get(served.url + "/metrics") as response:
+                assert response.status == 404
+                assert await response.text() == "install groundwire[prometheus] for /metrics\n"
+            async with served.session.get(served.url + "/healthz") as response:
+                assert response.status == 200
+
+    _run(scenario)
