@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import gzip
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 import pytest
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from tests.gateway._scripted import http_downstream
+from tests.gateway._scripted import http_downstream, make_certificates
 
 from groundwire.gateway._signals import CONTENT_JSON, CONTENT_PROTOBUF, SIGNALS, decode
 from groundwire.gateway._transport import (
@@ -416,5 +419,97 @@ def test_grpc_secure_without_tls_on_the_downstream_fails_retryably(secure: bool)
             await transport.close()
             assert outcome == Outcome(False, retryable=True, status="UNAVAILABLE")
             assert downstream.seen == []
+
+    _run(scenario)
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A CA and a server certificate for 127.0.0.1 signed by it."""
+    return make_certificates(tmp_path_factory.mktemp("tls"))
+
+
+def _server_context(certificates: dict[str, Path]) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certificates["server.pem"], certificates["server.key"])
+    return context
+
+
+def test_http_over_tls_trusts_the_ca_file(certificates: dict[str, Path]) -> None:
+    """An https downstream whose certificate the CA file signed is reached; without the CA
+    file (the system's trust) the handshake fails: retryable, never raised."""
+
+    async def scenario() -> None:
+        async with http_downstream(_server_context(certificates)) as downstream:
+            trusted = _http(downstream.url, ca_file=str(certificates["ca.pem"]))
+            assert await trusted.send(_batch()) == Outcome(True, status="200")
+            await trusted.close()
+            untrusted = _http(downstream.url)
+            outcome = await untrusted.send(_batch())
+            await untrusted.close()
+            assert (outcome.ok, outcome.retryable) == (False, True)
+            assert "Certificate" in outcome.status
+            assert len(downstream.seen) == 1
+
+    _run(scenario)
+
+
+def test_grpc_over_tls_trusts_the_ca_file(certificates: dict[str, Path]) -> None:
+    """secure with the CA file reaches a TLS downstream whose certificate it signed; secure
+    without it (the system's trust) does not: UNAVAILABLE, retryable."""
+
+    async def scenario() -> None:
+        pair = (certificates["server.key"].read_bytes(), certificates["server.pem"].read_bytes())
+        server = grpc.aio.server()
+        downstream = GrpcDownstream()
+        method = _TRACES.grpc_method
+        service, name = method.strip("/").split("/")
+        handlers = {name: downstream.handler(method)}
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+        port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([pair]))
+        await server.start()
+        try:
+            ca = str(certificates["ca.pem"])
+            trusted = _grpc(f"127.0.0.1:{port}", secure=True, ca_file=ca)
+            assert await trusted.send(_batch()) == Outcome(True, status="OK")
+            await trusted.close()
+            untrusted = _grpc(f"127.0.0.1:{port}", secure=True, timeout_s=2)
+            outcome = await untrusted.send(_batch())
+            await untrusted.close()
+            assert outcome == Outcome(False, retryable=True, status="UNAVAILABLE")
+            assert len(downstream.seen) == 1
+        finally:
+            await server.stop(None)
+
+    _run(scenario)
+
+
+def test_http_sends_in_parallel_on_one_transport() -> None:
+    """Three sends at once to a downstream taking 0.5 s each overlap (the connection pool is not
+    limited to one), all ok."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            downstream.delay_s = 0.5
+            transport = _http(downstream.url)
+            started = time.monotonic()
+            outcomes = await asyncio.gather(*(transport.send(_batch()) for _ in range(3)))
+            elapsed = time.monotonic() - started
+            await transport.close()
+            assert all(outcome.ok for outcome in outcomes)
+            assert elapsed < 1.0
+
+    _run(scenario)
+
+
+def test_http_reads_a_compressed_answer() -> None:
+    """A gzip-encoded partial-success answer is decompressed before it is read."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            downstream.script = [(200, {"Content-Encoding": "gzip"}, gzip.compress(_partial(4)))]
+            transport = _http(downstream.url)
+            assert await transport.send(_batch()) == Outcome(True, status="200", rejected=4)
+            await transport.close()
 
     _run(scenario)
