@@ -241,34 +241,61 @@ def test_the_gate_advice_counts_whole_seconds_up() -> None:
     _run(scenario)
 
 
-def test_failures_back_off_and_are_logged_at_the_first_and_every_tenth(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """Eleven 502s without Retry-After: retried after a backoff of retry_initial_s doubling
-    (capped at retry_max_s), a warning at the 1st and the 10th failure only, naming status,
-    delay and what is buffered; then delivered."""
+def _warnings_after(failures: int, caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The forwarder's warnings while `failures` 502s (no Retry-After) come before a 200; the
+    retries back off from retry_initial_s 0.01 s, capped at 0.02 s. Every item arrives once."""
 
     async def scenario() -> None:
         async with http_downstream() as downstream:
-            downstream.script = [(502, {}, b"")] * 11
+            downstream.script = [(502, {}, b"")] * failures
             forwarder = _forwarder(downstream.url, retry_initial_s=0.01, retry_max_s=0.02)
             forwarder.offer(_batch(b"abc", 5))
             forwarder.start()
-            await _until(lambda: len(downstream.seen) == 12)
+            await _until(lambda: len(downstream.seen) == failures + 1)
             await forwarder.drain(time.monotonic() + 5)
             assert _counts(forwarder) == {
                 "received:traces": 5,
-                "retried:traces": 55,
+                "retried:traces": 5 * failures,
                 "forwarded:traces": 5,
             }
 
+    caplog.clear()
     with caplog.at_level(logging.WARNING, logger="groundwire.gateway"):
         _run(scenario)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_failures_back_off_and_are_logged_at_the_first_and_every_tenth(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Ten 502s: retried after a backoff of retry_initial_s doubling (capped at retry_max_s),
+    a warning at the 1st and the 10th failure only (one, after a single failure), naming the
+    status, the delay and what is buffered (the request back in the queue and the one in
+    flight); then delivered."""
+    warnings = _warnings_after(10, caplog)
     assert len(warnings) == 2
     for text in warnings:
         assert text.startswith("downstream refused or unreachable (502); retrying in 0.0")
         assert text.endswith(" s with 2 requests (3 bytes) buffered")  # 1 queued, 1 in flight
+    assert len(_warnings_after(1, caplog)) == 1
+    assert len(_warnings_after(9, caplog)) == 1
+
+
+def test_drain_closes_the_transport() -> None:
+    """After drain the transport's connections are released (its session is gone)."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            forwarder = _forwarder(downstream.url)
+            forwarder.offer(_batch(b"x"))
+            forwarder.start()
+            await _until(lambda: len(downstream.seen) == 1)
+            transport: Any = forwarder._transport
+            assert transport._session is not None
+            await forwarder.drain(time.monotonic() + 5)
+            assert transport._session is None
+
+    _run(scenario)
 
 
 def test_a_backoff_without_retry_after_waits_for_the_gate() -> None:
