@@ -10,6 +10,7 @@ import asyncio
 import errno
 import logging
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -27,6 +28,7 @@ from tests.gateway._scripted import HttpDownstream, http_downstream
 
 from groundwire import semconv
 from groundwire.gateway import Gateway, ShutdownReport, load_config
+from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._server import _open_queue, _server_ssl, _transport, check_listen
 from groundwire.gateway._signals import CONTENT_PROTOBUF, SIGNALS
 from groundwire.gateway._transport import GrpcTransport, HttpTransport
@@ -353,3 +355,54 @@ def test_with_a_queue_the_health_shows_it_and_the_gauges_read_it(tmp_path: Path)
 
     _run(scenario)
     assert reports == [ShutdownReport(0, True)]
+
+
+def test_committed_results_are_counted_and_forwarded(tmp_path: Path) -> None:
+    """With a queue, the scoring report (`_record_scored`, as the scoring process's reader
+    thread calls it) commits the evaluation results to disk, counts them as queued results and
+    hands them to the forwarder, which delivers them downstream and releases their rows."""
+    reports: list[ShutdownReport] = []
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            config = _config(downstream.url, queue_dir=str(tmp_path), queue_fsync=False)
+            gateway = Gateway(config)
+            async with _running(gateway, reports) as (gateway, _):
+                results = [ResultRequest("traces", 2, _traces("e1", "e2")),
+                           ResultRequest("logs", 1, b"\x0a\x00")]  # fmt: skip
+                await asyncio.to_thread(gateway._record_scored, [], ["ab" * 16], results)
+                await _until(lambda: len(_bodies(downstream)) == 1)
+                await _until(lambda: any(p == "/v1/logs" for p, _, _ in downstream.seen))
+                assert _bodies(downstream) == [_traces("e1", "e2")]
+                counts = gateway.metrics.snapshot()
+                assert counts["queue_results:traces"] == 2
+                assert counts["queue_results:logs"] == 1
+                assert "received:traces" not in counts
+                assert gateway.queue is not None
+                await _until(lambda: gateway.queue is not None and gateway.queue.held_records == 0)
+                assert "ab" * 16 in gateway.queue.scored_recently()
+
+    _run(scenario)
+    assert reports == [ShutdownReport(0, True)]
+
+
+def test_sigint_stops_a_running_gateway() -> None:
+    """`run` installs handlers for SIGTERM and SIGINT on its loop: a SIGINT ends it with a
+    report instead of interrupting the process."""
+    reports: list[ShutdownReport] = []
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            gateway = Gateway(_config(downstream.url, shutdown_timeout_s=1))
+            task = asyncio.create_task(gateway.run())
+            await _until(gateway.ready)
+            os.kill(os.getpid(), signal.SIGINT)
+            reports.append(await asyncio.wait_for(task, 10))
+            gateway2 = Gateway(_config(downstream.url, shutdown_timeout_s=1))
+            task = asyncio.create_task(gateway2.run())
+            await _until(gateway2.ready)
+            os.kill(os.getpid(), signal.SIGTERM)
+            reports.append(await asyncio.wait_for(task, 10))
+
+    _run(scenario)
+    assert reports == [ShutdownReport(0, True), ShutdownReport(0, True)]
