@@ -5,6 +5,8 @@ one emitter per app, the gateway's own past the bound (said once)."""
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -109,3 +111,24 @@ def test_the_default_bound_is_max_services(providers: Providers) -> None:
         assert emitter.for_service(f"app-{index}") is not emitter
     assert emitter.for_service("one-too-many") is emitter
     assert len(emitter.services) == MAX_SERVICES
+
+
+def test_two_threads_asking_for_a_new_app_at_once_share_one_emitter(
+    providers: Providers,
+) -> None:
+    """Two threads that both miss the app and wait for the lock get the one emitter the first
+    made (the second looks again under the lock): one emitter, one set of providers."""
+    emitter = ServiceEmitter(providers)
+    got: list[Emitter] = []
+    with emitter._lock:  # both threads miss the app and queue on the lock
+        threads = [
+            threading.Thread(target=lambda: got.append(emitter.for_service("app"))) for _ in "ab"
+        ]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+    for thread in threads:
+        thread.join(10)
+    assert len(got) == 2
+    assert got[0] is got[1]
+    assert emitter.services == ["app"]
