@@ -13,6 +13,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -28,6 +29,7 @@ from groundwire.gateway._forwarder import Forwarder
 from groundwire.gateway._http import build_app, token_matches
 from groundwire.gateway._intake import Intake
 from groundwire.gateway._metrics import GatewayMetrics
+from groundwire.gateway._queue import DiskQueue
 from groundwire.gateway._signals import CONTENT_JSON, CONTENT_PROTOBUF
 from groundwire.gateway._transport import HttpTransport
 
@@ -62,15 +64,17 @@ async def _served(
     *,
     health: Callable[[], dict[str, Any]] = lambda: {"status": "ok"},
     ready: Callable[[], bool] = lambda: True,
+    queue: DiskQueue | None = None,
     **flags: Any,
 ) -> AsyncIterator[Served]:
-    """The receiver of a gateway configured by `flags`, on a free port of 127.0.0.1."""
+    """The receiver of a gateway configured by `flags` (storing requests in `queue` first when
+    given), on a free port of 127.0.0.1."""
     config = load_config(flags={"forward": "http://127.0.0.1:9", **flags}, environ={})
     metrics = GatewayMetrics(None)
     transport = HttpTransport(
         "http://127.0.0.1:9", headers={}, timeout_s=1, compression="none", ca_file=None
     )
-    intake = Intake(Forwarder(transport, metrics, config), None, metrics)
+    intake = Intake(Forwarder(transport, metrics, config, store=queue), None, metrics, queue)
     runner = web.AppRunner(build_app(intake, config, health=health, ready=ready))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -397,5 +401,97 @@ def test_without_prometheus_client_metrics_is_404_saying_what_to_install(
                 assert await response.text() == "install groundwire[prometheus] for /metrics\n"
             async with served.session.get(served.url + "/healthz") as response:
                 assert response.status == 200
+
+    _run(scenario)
+
+
+def test_a_chunked_body_without_a_declared_length_is_read() -> None:
+    """A request streamed in chunks (no Content-Length) is read and accepted: only a declared
+    length is checked before reading."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        body = _traces("a", "b")
+        yield body[:5]
+        yield body[5:]
+
+    async def scenario() -> None:
+        async with _served() as served:
+            status, _ = await _post_stream(served, chunks())
+            assert status == 200
+            assert served.counts() == {"received:traces": 2}
+
+    _run(scenario)
+
+
+async def _post_stream(served: Served, data: AsyncIterator[bytes]) -> tuple[int, bytes]:
+    """Status and body of a POST streamed in chunks (Transfer-Encoding: chunked)."""
+    async with served.session.post(served.url + "/v1/traces", data=data, headers=_PROTO) as answer:
+        assert answer.request_info.headers.get("Transfer-Encoding") == "chunked"
+        return answer.status, await answer.read()
+
+
+def test_an_inflated_protobuf_request_is_refused_in_protobuf() -> None:
+    """A small gzip protobuf body that inflates past max_request_bytes: 413 with the status in
+    protobuf, the request's encoding."""
+
+    async def scenario() -> None:
+        async with _served(max_request_bytes=64) as served:
+            bomb = gzip.compress(b"\0" * 4096)
+            headers = {**_PROTO, "Content-Encoding": "gzip"}
+            status, answer_headers, body = await _post(served, "/v1/traces", bomb, headers)
+            assert status == 413
+            assert answer_headers["Content-Type"] == CONTENT_PROTOBUF
+            assert _status_of(body, CONTENT_PROTOBUF)[0] == 8
+
+    _run(scenario)
+
+
+def test_an_unreadable_body_names_the_reading_error() -> None:
+    """The 400 for a body that cannot be decompressed names the error aiohttp raised, in the
+    request's encoding (protobuf here)."""
+
+    async def scenario() -> None:
+        async with _served() as served:
+            headers = {**_PROTO, "Content-Encoding": "deflate"}
+            status, answer_headers, body = await _post(served, "/v1/traces", b"nope", headers)
+            assert (status, answer_headers["Content-Type"]) == (400, CONTENT_PROTOBUF)
+            assert _status_of(body, CONTENT_PROTOBUF) == (
+                3,
+                "the request body could not be read (RequestPayloadError): is it really deflate?",
+            )
+
+    _run(scenario)
+
+
+def test_a_malformed_protobuf_body_is_answered_in_protobuf() -> None:
+    """A protobuf body that does not decode: 400 with an INVALID_ARGUMENT status in protobuf."""
+
+    async def scenario() -> None:
+        async with _served() as served:
+            status, headers, body = await _post(served, "/v1/traces", b"\xff\xff\xff", _PROTO)
+            assert (status, headers["Content-Type"]) == (400, CONTENT_PROTOBUF)
+            code, message = _status_of(body, CONTENT_PROTOBUF)
+            assert code == 3
+            assert message.startswith("not a valid OTLP protobuf traces request: ")
+
+    _run(scenario)
+
+
+def test_a_queue_that_cannot_store_is_503_with_its_own_retry_after(tmp_path: Path) -> None:
+    """With a persistent queue that has no room on its disk: 503 UNAVAILABLE with the queue's
+    Retry-After of 5 s (not the buffer's 1 s), counted as queue_unavailable."""
+
+    async def scenario() -> None:
+        queue = DiskQueue(tmp_path, fsync=False, reserve_bytes=1 << 62)
+        try:
+            async with _served(queue=queue) as served:
+                status, headers, body = await _post(served, "/v1/traces", _traces("a"), _PROTO)
+                assert (status, headers["Retry-After"]) == (503, "5")
+                code, message = _status_of(body, CONTENT_PROTOBUF)
+                assert code == 14
+                assert message.endswith("; retry later")
+                assert served.counts() == {"refused:traces:queue_unavailable": 1}
+        finally:
+            queue.close()
 
     _run(scenario)
