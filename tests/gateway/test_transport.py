@@ -563,3 +563,45 @@ def test_grpc_gzip_compresses_the_request_on_the_wire() -> None:
         assert sizes["none"] > 200_000
 
     _run(scenario)
+
+
+def test_grpc_gzip_compresses_over_tls_too(certificates: dict[str, Path]) -> None:
+    """compression gzip on a secure channel: the request crosses the wire compressed (TLS
+    bytes counted by a TCP relay) and arrives whole."""
+
+    async def scenario() -> None:
+        pair = (certificates["server.key"].read_bytes(), certificates["server.pem"].read_bytes())
+        server = grpc.aio.server()
+        downstream = GrpcDownstream()
+        method = _TRACES.grpc_method
+        service, name = method.strip("/").split("/")
+        handlers = {name: downstream.handler(method)}
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+        port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([pair]))
+        await server.start()
+        body = _traces("z" * 200_000)
+        try:
+            async with _counting_proxy(port) as (relay, carried):
+                transport = _grpc(f"127.0.0.1:{relay}", secure=True, compression="gzip",
+                                  ca_file=str(certificates["ca.pem"]))  # fmt: skip
+                assert (await transport.send(_batch(body))).ok
+                await transport.close()
+                assert carried[0] < 20_000
+            assert downstream.seen[0][2] == body
+        finally:
+            await server.stop(None)
+
+    _run(scenario)
+
+
+def test_grpc_a_ca_file_that_cannot_be_read_is_a_retryable_outcome(tmp_path: Path) -> None:
+    """A CA file gone since start: the send is a retryable failure named by the error, never
+    raised."""
+
+    async def scenario() -> None:
+        transport = _grpc("127.0.0.1:9", secure=True, ca_file=str(tmp_path / "gone.pem"))
+        outcome = await transport.send(_batch())
+        await transport.close()
+        assert outcome == Outcome(False, retryable=True, status="FileNotFoundError")
+
+    _run(scenario)
