@@ -605,3 +605,35 @@ def test_grpc_a_ca_file_that_cannot_be_read_is_a_retryable_outcome(tmp_path: Pat
         assert outcome == Outcome(False, retryable=True, status="FileNotFoundError")
 
     _run(scenario)
+
+
+def test_http_has_no_connection_limit() -> None:
+    """110 sends at once to a downstream taking 1 s each all overlap: the connection pool has
+    no limit (aiohttp's default of 100 would hold the last ten back a second)."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            downstream.delay_s = 1.0
+            transport = _http(downstream.url)
+            started = time.monotonic()
+            outcomes = await asyncio.gather(*(transport.send(_batch()) for _ in range(110)))
+            elapsed = time.monotonic() - started
+            await transport.close()
+            assert all(outcome.ok for outcome in outcomes)
+            assert elapsed < 1.9
+
+    _run(scenario)
+
+
+def test_http_keeps_a_path_in_the_endpoint() -> None:
+    """An endpoint with a path (and a trailing slash) posts below that path: only slashes are
+    trimmed from its end."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            transport = _http(downstream.url + "/otlpX/")
+            assert (await transport.send(_batch())).ok
+            await transport.close()
+            assert downstream.seen[0][0] == "/otlpX/v1/traces"
+
+    _run(scenario)
