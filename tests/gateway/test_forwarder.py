@@ -542,3 +542,39 @@ def test_senders_send_in_parallel() -> None:
             assert forwarder.buffered_requests == 0
 
     _run(scenario)
+
+
+def test_a_restored_batch_is_delivered_without_being_counted_as_received() -> None:
+    """A batch read back from the queue (`restore`) is sent like any other and counted as
+    forwarded, never as received."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            forwarder = _forwarder(downstream.url)
+            forwarder.restore(_batch(b"back", 3))
+            forwarder.start()
+            await _until(lambda: len(downstream.seen) == 1)
+            await forwarder.drain(time.monotonic() + 5)
+            assert downstream.seen[0][2] == b"back"
+            assert _counts(forwarder) == {"forwarded:traces": 3}
+
+    _run(scenario)
+
+
+def test_with_a_queue_every_batch_left_at_shutdown_is_kept(tmp_path: Path) -> None:
+    """Several requests left at the deadline with a persistent queue: `kept` counts the items
+    of all of them (a JSON one too: not joined)."""
+
+    async def scenario() -> None:
+        queue = DiskQueue(tmp_path, fsync=False)
+        forwarder = _forwarder("http://127.0.0.1:9", store=queue, retry_initial_s=5)
+        for items, content_type in ((2, CONTENT_JSON), (3, CONTENT_JSON)):
+            seq = await queue.append("traces", content_type, items, b"{}", score=False)
+            forwarder.offer(_batch(b"{}", items, content_type=content_type, seqs=(seq,)))
+        forwarder.start()
+        await _until(lambda: forwarder.last_error is not None)
+        assert await forwarder.drain(time.monotonic() + 0.1) == 0
+        assert forwarder.kept == 5
+        queue.close()
+
+    _run(scenario)
