@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import logging
 import os
 import signal
@@ -15,7 +16,7 @@ import socket
 import ssl
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,14 @@ def _config(forward: str, **flags: Any) -> Any:
 
 def _run(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
     asyncio.run(scenario())
+
+
+@pytest.fixture(autouse=True)
+def _unfreeze() -> Iterator[None]:
+    """`Gateway.run` freezes the garbage collector's view of what lives then (right for a
+    gateway process); give the test process its collector back afterwards."""
+    yield
+    gc.unfreeze()
 
 
 @asynccontextmanager
