@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import signal
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -43,8 +44,25 @@ def _counts(forwarder: Forwarder) -> dict[str, int]:
     return forwarder._metrics.snapshot()
 
 
-def _run(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    asyncio.run(scenario())
+class _Expired(BaseException):
+    """A test past its time (a BaseException: the forwarder's own `except Exception` must not
+    swallow it)."""
+
+
+def _run(scenario: Callable[[], Coroutine[Any, Any, None]], limit_s: float = 20) -> None:
+    """Run `scenario` on a new event loop, failing it after `limit_s`: a forwarder task that
+    spins without awaiting starves the loop, and only a signal gets the test out."""
+
+    def expired(signum: int, frame: Any) -> None:
+        raise _Expired(f"the test's event loop ran past {limit_s} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, limit_s)
+    try:
+        asyncio.run(scenario())
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 async def _until(predicate: Callable[[], bool], timeout_s: float = 10) -> None:
