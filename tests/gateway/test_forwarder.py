@@ -596,3 +596,63 @@ def test_with_a_queue_every_batch_left_at_shutdown_is_kept(tmp_path: Path) -> No
         queue.close()
 
     _run(scenario)
+
+
+def test_a_joined_request_keeps_the_age_of_its_oldest_part() -> None:
+    """Joined requests that are all past retry_max_elapsed_s are dropped as expired at their
+    first retryable failure: the joined request is as old as its first part."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            downstream.script = [(503, {}, b"")]
+            forwarder = _forwarder(downstream.url, retry_max_elapsed_s=60)
+            old = time.monotonic() - 61
+            forwarder.offer(_batch(b"a", 2, received=old))
+            forwarder.offer(_batch(b"b", 1, received=old + 0.5))
+            forwarder.start()
+            await _until(lambda: _counts(forwarder).get("dropped:traces:expired") == 3)
+            await forwarder.drain(time.monotonic() + 5)
+            assert [body for _, _, body in downstream.seen] == [b"ab"]
+
+    _run(scenario)
+
+
+def test_a_request_cancelled_in_flight_is_logged_as_such(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The drop of a request cut in flight by the deadline says so in the log."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            downstream.delay_s = 3.0
+            forwarder = _forwarder(downstream.url)
+            forwarder.offer(_batch(b"slow", 4))
+            forwarder.start()
+            await _until(lambda: len(downstream.seen) == 1)
+            await forwarder.drain(time.monotonic() + 0.2)
+
+    with caplog.at_level(logging.ERROR, logger="groundwire.gateway"):
+        _run(scenario)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        "dropped 4 traces items (shutdown; downstream said cancelled in flight at the shutdown "
+        "deadline)"
+    ]
+
+
+def test_drain_returns_as_soon_as_everything_is_delivered() -> None:
+    """Once the last request is delivered the forwarder is idle: drain does not wait for its
+    deadline."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            downstream.delay_s = 0.2
+            forwarder = _forwarder(downstream.url)
+            forwarder.offer(_batch(b"x", content_type=CONTENT_JSON))
+            forwarder.offer(_batch(b"y", content_type=CONTENT_JSON))
+            forwarder.start()
+            started = time.monotonic()
+            assert await forwarder.drain(started + 10) == 0
+            assert time.monotonic() - started < 3
+            assert len(downstream.seen) == 2
+
+    _run(scenario)
