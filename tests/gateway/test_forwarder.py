@@ -656,3 +656,29 @@ def test_drain_returns_as_soon_as_everything_is_delivered() -> None:
             assert len(downstream.seen) == 2
 
     _run(scenario)
+
+
+def test_a_success_ends_an_outage_so_the_next_failure_warns_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A delivery resets the failure count: the first failure after it is the first of a new
+    outage, warned about and backed off from retry_initial_s again."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            downstream.script = [(200, {}, b""), (502, {}, b"")]
+            forwarder = _forwarder(downstream.url, retry_initial_s=0.01, retry_max_s=0.02)
+            forwarder.offer(_batch(b"a", content_type=CONTENT_JSON))
+            forwarder.start()
+            await _until(lambda: len(downstream.seen) == 1)
+            await _until(lambda: forwarder.buffered_requests == 0)
+            forwarder.offer(_batch(b"b", content_type=CONTENT_JSON))
+            await _until(lambda: len(downstream.seen) == 3)
+            await forwarder.drain(time.monotonic() + 5)
+            assert _counts(forwarder)["forwarded:traces"] == 2
+
+    with caplog.at_level(logging.WARNING, logger="groundwire.gateway"):
+        _run(scenario)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("downstream refused or unreachable (502); retrying in 0.0")
