@@ -682,3 +682,31 @@ def test_a_success_ends_an_outage_so_the_next_failure_warns_again(
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert warnings[0].startswith("downstream refused or unreachable (502); retrying in 0.0")
+
+
+def test_partial_and_expired_drops_are_logged_with_the_downstream_status(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The log line of a drop names what the downstream said: the 200 of a partial success,
+    the 503 that found a request past its retry window."""
+
+    async def scenario() -> None:
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+        response = trace_service_pb2.ExportTraceServiceResponse()
+        response.partial_success.rejected_spans = 1
+        async with http_downstream() as downstream:
+            downstream.script = [(200, {}, bytes(response.SerializeToString())), (503, {}, b"")]
+            forwarder = _forwarder(downstream.url, retry_max_elapsed_s=60)
+            forwarder.offer(_batch(b"x", 2))
+            forwarder.offer(_batch(b"y", 3, received=time.monotonic() - 61, attempts=1))
+            forwarder.start()
+            await _until(lambda: len(downstream.seen) == 2)
+            await forwarder.drain(time.monotonic() + 5)
+
+    with caplog.at_level(logging.ERROR, logger="groundwire.gateway"):
+        _run(scenario)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        "dropped 1 traces items (rejected_downstream; downstream said 200)",
+        "dropped 3 traces items (expired; downstream said 503)",
+    ]
