@@ -710,3 +710,28 @@ def test_partial_and_expired_drops_are_logged_with_the_downstream_status(
         "dropped 1 traces items (rejected_downstream; downstream said 200)",
         "dropped 3 traces items (expired; downstream said 503)",
     ]
+
+
+def test_a_new_forwarder_has_no_error_and_names_its_senders(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before any failure there is no downstream error (None, for /healthz); the sender tasks
+    are named gateway-sender-<n>; a request never sent is dropped at shutdown saying it was not
+    sent before the deadline."""
+
+    async def scenario() -> None:
+        forwarder = _forwarder("http://127.0.0.1:9", senders=2)
+        assert forwarder.last_error is None
+        forwarder.start()
+        names = sorted(task.get_name() for task in forwarder._tasks)
+        assert names == ["gateway-sender-0", "gateway-sender-1"]
+        for task in forwarder._tasks:
+            task.cancel()
+        forwarder.offer(_batch(b"a", 2))
+        assert await forwarder.drain(time.monotonic() + 0.1) == 2
+
+    with caplog.at_level(logging.ERROR, logger="groundwire.gateway"):
+        _run(scenario)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        "dropped 2 traces items (shutdown; downstream said not sent before the deadline)"
+    ]
