@@ -255,7 +255,8 @@ class GrpcTransport:
         return Outcome(True, status="OK", rejected=_rejected(batch.signal, payload or b""))
 
     async def close(self) -> None:
-        """Close the channel."""
+        """Close the channel (and forget its calls: a later send opens a new one)."""
         if self._channel is not None:
             await self._channel.close()
             self._channel = None
+            self._calls.clear()
