@@ -2,9 +2,9 @@
 
 One decoding for every place that reads protobuf OTLP messages: the protobuf trace and log
 readers (`groundwire.offline.readers`) and the test receivers (`groundwire.testing`), so that a
-span or a log record read from a file and the same one received over OTLP carry equal attributes. Arrays become tuples and
-kvlists dicts, the shapes OpenTelemetry attributes take in Python. (The JSON mapping of OTLP has
-its own reader, `groundwire.offline.readers.any_value`.)
+span or a log record read from a file and the same one received over OTLP carry equal
+attributes. Arrays become tuples and kvlists dicts, the shapes OpenTelemetry attributes take in
+Python. (The JSON mapping of OTLP has its own reader, `groundwire.offline.readers.any_value`.)
 """
 
 from __future__ import annotations
