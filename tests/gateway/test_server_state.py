@@ -83,3 +83,18 @@ def test_the_gateways_own_metrics_reach_the_downstream() -> None:
             assert semconv.METRIC_GATEWAY_RECEIVED in _metric_names(bodies)
 
     asyncio.run(scenario())
+
+
+def test_a_gateway_not_yet_running_is_not_ready_and_stop_is_a_no_op() -> None:
+    """Built but not run: not accepting (`/healthz` says False, `ready()` is False), no ports
+    yet, and `stop()` does nothing (there is no run to stop)."""
+    gateway = Gateway(_config("http://127.0.0.1:9"))
+    try:
+        assert gateway.ready() is False
+        assert gateway.health()["accepting"] is False
+        assert gateway.http_port is None
+        assert gateway.grpc_port is None
+        gateway.stop()
+        assert gateway.ready() is False
+    finally:
+        gateway.providers.shutdown(1.0)
