@@ -14,7 +14,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from tests.gateway._traces import openinference_rag_trace, request
@@ -49,21 +49,26 @@ def _config(tmp_path: Path, **flags: Any) -> GatewayConfig:
 @contextlib.contextmanager
 def _as_the_child() -> Iterator[None]:
     """Run the child's main in this process: its signal dispositions and priority are put
-    back afterwards (raising a priority back needs root, so the test is skipped without)."""
+    back afterwards (raising a priority back needs root, so the test is skipped without), and
+    an `os._exit` (the orphan's way out) raises instead of ending this process with code 0,
+    which would pass for success."""
     if os.geteuid() != 0:
         pytest.skip("the child lowers its priority; only root can raise this process's back")
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     nice = os.nice(0)
+    exit_ = os._exit
+
+    def tripwire(status: int) -> NoReturn:
+        raise AssertionError(f"the child's main called os._exit({status}) in the test process")
+
+    os._exit = tripwire
     try:
         yield
     finally:
+        os._exit = exit_
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
         os.nice(nice - os.nice(0))
-
-
-class _ExitCalledError(Exception):
-    """Raised instead of ending this process when the child's main calls `os._exit`."""
 
 
 def _messages(outbox: queue.Queue[Any]) -> list[Any]:
@@ -73,17 +78,10 @@ def _messages(outbox: queue.Queue[Any]) -> list[Any]:
     return out
 
 
-def test_at_the_parents_stop_the_child_does_not_leave_as_an_orphan(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_at_the_parents_stop_the_child_does_not_leave_as_an_orphan(tmp_path: Path) -> None:
     """Stopped by the parent, the child with a persistent queue scores what it holds and
-    sends its final counts; it never takes the orphan's immediate exit (here a tripwire: the
-    exit would end this test process with code 0)."""
-
-    def tripwire(code: int) -> None:
-        raise _ExitCalledError(code)
-
-    monkeypatch.setattr(os, "_exit", tripwire)
+    sends its final counts; it never takes the orphan's immediate exit (`_as_the_child` turns
+    that exit into a failure: it would end this test process with code 0)."""
     inbox: queue.Queue[Any] = queue.Queue()
     outbox: queue.Queue[Any] = queue.Queue()
     inbox.put((_protobuf(openinference_rag_trace()), 3, time.monotonic(), (4,)))
