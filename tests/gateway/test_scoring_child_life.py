@@ -168,3 +168,14 @@ def test_a_child_whose_gateway_was_killed_without_a_queue_stops_on_its_own(
     assert "the gateway process is gone; the scoring process stops" in text
     assert "left to the next start" not in text
     assert "Traceback" not in text
+
+
+def test_the_child_is_a_fresh_interpreter(tmp_path: Path) -> None:
+    """The child is spawned, not forked: a clean interpreter started by multiprocessing's
+    spawn entry point (no inherited threads or sockets of the gateway)."""
+    process = ScoringProcess(_config(queue_dir=str(tmp_path)), GatewayMetrics(None))
+    try:
+        cmdline = Path(f"/proc/{process._process.pid}/cmdline").read_bytes()
+        assert b"from multiprocessing.spawn import spawn_main" in cmdline
+    finally:
+        assert process.shutdown(10.0) is True
