@@ -105,10 +105,9 @@ def test_a_full_inbox_counts_the_spans_as_not_scored_without_waiting(tmp_path: P
         assert metrics.count("not_scored:scoring_queue_full") == 5
         assert process.queued_requests == 1
     finally:
-        # no `is True`: a child still starting keeps its one-request inbox full, so the stop
-        # may find no room and the child is stopped at the deadline instead
+        # a child still starting keeps its one-request inbox full: the stop waits for room
         started = time.monotonic()
-        process.shutdown(10.0)
+        assert process.shutdown(10.0) is True
         assert time.monotonic() - started < 15.0
     assert not process.alive
 

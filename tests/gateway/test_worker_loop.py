@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from tests.gateway._traces import openinference_rag_trace, request
@@ -240,14 +240,23 @@ def test_the_loop_scores_reports_and_stops_at_the_parents_word(
 @contextlib.contextmanager
 def _as_the_child() -> Iterator[None]:
     """Run the child's main in this process: its signal dispositions and priority are put
-    back afterwards (raising a priority back needs root, so the test is skipped without)."""
+    back afterwards (raising a priority back needs root, so the test is skipped without), and
+    an `os._exit` (the orphan's way out) raises instead of ending this process with code 0,
+    which would pass for success."""
     if os.geteuid() != 0:
         pytest.skip("the child lowers its priority; only root can raise this process's back")
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     nice = os.nice(0)
+    exit_ = os._exit
+
+    def tripwire(status: int) -> NoReturn:
+        raise AssertionError(f"the child's main called os._exit({status}) in the test process")
+
+    os._exit = tripwire
     try:
         yield
     finally:
+        os._exit = exit_
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
         os.nice(nice - os.nice(0))

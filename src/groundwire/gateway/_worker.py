@@ -318,12 +318,27 @@ class ScoringProcess:
             return False
         return True
 
+    def _send_stop(self, deadline: float) -> None:
+        """Put the stop in the inbox, waiting for room while the child runs and the deadline
+        allows: a child still starting keeps a small inbox full, and a stop dropped then would
+        leave it to be killed at the deadline. The stop carries the time left when it is put."""
+        while self._process.is_alive():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            try:
+                self._inbox.put((_STOP, max(0.5, left - 0.5)), timeout=min(left, _TICK_S))
+            except queue.Full:
+                continue
+            except Exception:  # an unusable queue: the deadline and the kill still hold
+                return
+            return
+
     def shutdown(self, timeout_s: float) -> bool:
         """Ask the child to score what it holds and exit within `timeout_s`; True when it did."""
         deadline = time.monotonic() + timeout_s
         self._closing = True
-        with contextlib.suppress(Exception):
-            self._inbox.put((_STOP, max(0.5, timeout_s - 0.5)), timeout=max(0.1, timeout_s / 4))
+        self._send_stop(deadline)
         self._final.wait(max(0.0, deadline - time.monotonic()))
         self._process.join(max(0.1, deadline - time.monotonic()))
         if self._process.is_alive():
