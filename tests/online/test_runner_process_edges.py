@@ -189,3 +189,19 @@ def test_the_worker_loop_ends_when_the_app_end_of_its_pipe_closes() -> None:
     connection.close()
     server.join(5)
     assert not server.is_alive()
+
+
+def test_a_timeout_restart_is_logged_once_as_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A call that overruns its timeout leaves one warning saying the worker restarted."""
+    executor = ProcessExecutor([_Sleeps()])
+    try:
+        with caplog.at_level("WARNING", logger="groundwire.runner"), pytest.raises(TimeoutError):
+            executor.evaluate(["sleeps"], make_turn(2), 0.5)
+        assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+            (
+                "WARNING",
+                "an evaluation overran its timeout; the evaluation worker process restarted",
+            )
+        ]
+    finally:
+        executor.close()
