@@ -21,7 +21,8 @@ from groundwire.runner._process import ProcessExecutor, _serve
 
 from .conftest import AnswerLength, make_turn
 
-pytestmark = pytest.mark.usefixtures("reaped")
+# Each test takes about a second: 30 s ends a hung one well before the suite-wide 120 s.
+pytestmark = [pytest.mark.usefixtures("reaped"), pytest.mark.timeout(30)]
 
 _SEEN_BY_PARENT = {"value": "as imported"}
 """Changed by a test in this process: a forked worker would see the change, a spawned one not."""
