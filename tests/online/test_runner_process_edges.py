@@ -168,7 +168,7 @@ def test_the_worker_loop_says_ready_then_answers_each_call_by_id_at_a_lower_prio
     base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     connection, server = _serving([AnswerLength(), _Priority()])
     try:
-        assert connection.poll(30)
+        assert connection.poll(5)
         assert connection.recv() == (-1, None)
         connection.send((7, ("priority", "answer_length"), make_turn(2)))
         call_id, outcomes = connection.recv()
@@ -190,7 +190,7 @@ def test_the_worker_loop_says_ready_then_answers_each_call_by_id_at_a_lower_prio
 def test_the_worker_loop_ends_when_the_app_end_of_its_pipe_closes() -> None:
     """The worker ends when its pipe ends (the app's side closed), rather than waiting on."""
     connection, server = _serving([AnswerLength()])
-    assert connection.poll(30) and connection.recv() == (-1, None)
+    assert connection.poll(5) and connection.recv() == (-1, None)
     connection.close()
     server.join(5)
     assert not server.is_alive()
