@@ -18,7 +18,8 @@ from groundwire.runner._process import EXECUTORS, ProcessExecutor
 
 from .conftest import AnswerLength, HasContext, make_turn
 
-pytestmark = pytest.mark.usefixtures("reaped")
+# Each test takes about a second: 30 s ends a hung one well before the suite-wide 120 s.
+pytestmark = [pytest.mark.usefixtures("reaped"), pytest.mark.timeout(30)]
 
 
 @pytest.fixture

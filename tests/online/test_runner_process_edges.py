@@ -1,0 +1,212 @@
+"""`ProcessExecutor` (`runner._process`) at its edges: the worker is spawned (not forked), a
+worker that dies while it starts fails the call at once and is not started again, and a
+timeout is the caller's. Every process a test started is reaped before the next test (mutmut
+fails on a child left unreaped); each test takes about a second."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
+
+import pytest
+
+from groundwire import RagTurn, Score
+from groundwire.runner._process import ProcessExecutor, _serve
+
+from .conftest import AnswerLength, make_turn
+
+# Each test takes about a second: 30 s ends a hung one well before the suite-wide 120 s.
+pytestmark = [pytest.mark.usefixtures("reaped"), pytest.mark.timeout(30)]
+
+_SEEN_BY_PARENT = {"value": "as imported"}
+"""Changed by a test in this process: a forked worker would see the change, a spawned one not."""
+
+
+@pytest.fixture
+def reaped() -> Iterator[None]:
+    """Worker processes a test ended are reaped before the next test (no zombie children)."""
+    yield
+    deadline = time.monotonic() + 5
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+class _Imported:
+    """Says what this module's `_SEEN_BY_PARENT` holds in the process it runs in."""
+
+    name = "imported"
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """The module global as the explanation."""
+        return Score(name=self.name, value=1.0, explanation=_SEEN_BY_PARENT["value"])
+
+
+class _DiesOnLoad:
+    """Ends the worker process as it is unpickled there, before the worker is ready."""
+
+    name = "dies"
+
+    def __reduce__(self) -> tuple[object, tuple[int]]:
+        """Unpickling calls os._exit(4)."""
+        return (os._exit, (4,))
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """Never reached: the worker ends before it is ready."""
+        raise AssertionError("unreachable")
+
+
+class _Sleeps:
+    """Takes 10 s on every turn (past any timeout here)."""
+
+    name = "sleeps"
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """Sleep, then score."""
+        time.sleep(10)
+        return Score(name=self.name, value=1.0)
+
+
+def test_the_worker_is_spawned_so_it_inherits_nothing_of_the_app(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker imports the app's modules afresh (spawn): state the app changed at run time
+    (here a module global; in an app, locks and threads) is not carried into it, as a fork
+    would."""
+    monkeypatch.setitem(_SEEN_BY_PARENT, "value", "changed in the app")
+    executor = ProcessExecutor([_Imported()])
+    try:
+        (outcome,) = executor.evaluate(["imported"], make_turn(2), 30.0)
+        assert outcome.score.explanation == "as imported"
+    finally:
+        executor.close()
+
+
+def test_a_worker_that_dies_while_starting_fails_the_call_at_once_and_is_not_restarted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A worker that exits before it is ready (here while loading the evaluators) fails the
+    waiting call at once rather than after the 120 s start limit, and the next call fails too
+    without starting another process (it would only die again)."""
+    before = set(multiprocessing.active_children())
+    executor = ProcessExecutor([_DiesOnLoad()])
+    started = set(multiprocessing.active_children()) - before
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            executor.evaluate(["dies"], make_turn(2), 30.0)
+        except BaseException as error:
+            errors.append(error)
+
+    try:
+        with caplog.at_level("WARNING", logger="groundwire.runner"):
+            for _ in range(2):
+                caller = threading.Thread(target=call)
+                caller.start()
+                caller.join(10)
+                assert not caller.is_alive()
+        assert caplog.records == []  # no "another was started"
+        assert len(errors) == 2
+        assert all(isinstance(e, RuntimeError | OSError) for e in errors)
+        assert set(multiprocessing.active_children()) - before <= started
+    finally:
+        executor.close()
+
+
+def test_the_call_waits_only_its_own_timeout_once_the_worker_is_ready() -> None:
+    """A call that overruns `timeout_s` raises TimeoutError after about `timeout_s`, not after
+    the evaluation finishes (10 s here)."""
+    executor = ProcessExecutor([_Sleeps()])
+    try:
+        errors: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                executor.evaluate(["sleeps"], make_turn(2), 1.0)
+            except BaseException as error:
+                errors.append(error)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        caller.join(8)
+        assert not caller.is_alive()
+        assert [type(e) for e in errors] == [TimeoutError]
+    finally:
+        executor.close()
+
+
+class _Priority:
+    """Says the nice value of the thread it runs on (Linux: nice is per thread)."""
+
+    name = "priority"
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """The calling thread's nice value as the explanation."""
+        nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return Score(name=self.name, value=1.0, explanation=str(nice))
+
+
+def _serving(evaluators: list[object]) -> tuple[Connection, threading.Thread]:
+    """Run the worker's loop (`_serve`, what the spawned process runs) on a thread here, so
+    that its rules are tested where they run; the pipe end that talks to it."""
+    parent, child = multiprocessing.Pipe()
+    server = threading.Thread(target=_serve, args=(pickle.dumps(evaluators), child), daemon=True)
+    server.start()
+    return parent, server
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_the_worker_loop_says_ready_then_answers_each_call_by_id_at_a_lower_priority() -> None:
+    """The worker says it is ready (call id -1) once, then answers each request with its call
+    id and the named evaluators' outcomes, in the order named, at nice +10; None ends it."""
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    connection, server = _serving([AnswerLength(), _Priority()])
+    try:
+        assert connection.poll(5)
+        assert connection.recv() == (-1, None)
+        connection.send((7, ("priority", "answer_length"), make_turn(2)))
+        call_id, outcomes = connection.recv()
+        assert call_id == 7
+        assert [(o.score.name, o.score.explanation) for o in outcomes][:1] == [
+            ("priority", str(min(base + 10, 19)))
+        ]
+        assert [o.score.value for o in outcomes][1:] == [0.09]
+        connection.send((8, ("answer_length",), make_turn(3)))
+        assert connection.recv()[0] == 8
+        connection.send(None)
+        server.join(5)
+        assert not server.is_alive()
+    finally:
+        connection.close()
+        server.join(5)
+
+
+def test_the_worker_loop_ends_when_the_app_end_of_its_pipe_closes() -> None:
+    """The worker ends when its pipe ends (the app's side closed), rather than waiting on."""
+    connection, server = _serving([AnswerLength()])
+    assert connection.poll(5) and connection.recv() == (-1, None)
+    connection.close()
+    server.join(5)
+    assert not server.is_alive()
+
+
+def test_a_timeout_restart_is_logged_once_as_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A call that overruns its timeout leaves one warning saying the worker restarted."""
+    executor = ProcessExecutor([_Sleeps()])
+    try:
+        with caplog.at_level("WARNING", logger="groundwire.runner"), pytest.raises(TimeoutError):
+            executor.evaluate(["sleeps"], make_turn(2), 0.5)
+        assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+            (
+                "WARNING",
+                "an evaluation overran its timeout; the evaluation worker process restarted",
+            )
+        ]
+    finally:
+        executor.close()
