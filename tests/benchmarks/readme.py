@@ -441,7 +441,7 @@ def mutation() -> Row:
             "lowest " + ", ".join(f"`{m.removeprefix('groundwire.')}` {s:.1%}" for m, s in lowest)
         )
     if not_run:
-        cells.append(f"**{not_run} modules not run**")
+        cells.append(f"**{not_run} module{'' if not_run == 1 else 's'} not run**")
     return (
         _link("mutation", "mutation testing") + " (mutmut) of the core modules",
         "; ".join(cells),
