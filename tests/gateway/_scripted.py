@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 
 @dataclass
@@ -71,3 +72,12 @@ def make_certificates(directory: Path) -> dict[str, Path]:
             paths["ca.key"], "-CAcreateserial", "-out", paths["server.pem"], "-days", "1",
             "-extfile", paths["san.ext"])  # fmt: skip
     return paths
+
+
+def traces_request(*names: str) -> bytes:
+    """A protobuf OTLP traces request (`ExportTraceServiceRequest`) with one span per name."""
+    message = trace_service_pb2.ExportTraceServiceRequest()
+    spans = message.resource_spans.add().scope_spans.add().spans
+    for name in names:
+        spans.add(name=name)
+    return bytes(message.SerializeToString())

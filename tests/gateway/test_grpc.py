@@ -18,7 +18,7 @@ import grpc  # type: ignore[import-untyped]
 import pytest
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from tests.gateway._scripted import traces_request
 
 from groundwire.gateway import load_config
 from groundwire.gateway._forwarder import Forwarder
@@ -29,15 +29,6 @@ from groundwire.gateway._signals import SIGNALS
 from groundwire.gateway._transport import HttpTransport
 
 _METHODS = {name: signal.grpc_method for name, signal in SIGNALS.items()}
-
-
-def _traces(*names: str) -> bytes:
-    """A protobuf traces request with one span per name."""
-    message = trace_service_pb2.ExportTraceServiceRequest()
-    spans = message.resource_spans.add().scope_spans.add().spans
-    for name in names:
-        spans.add(name=name)
-    return bytes(message.SerializeToString())
 
 
 @dataclass
@@ -98,7 +89,7 @@ def test_each_signal_is_accepted_with_its_empty_response() -> None:
 
     async def scenario() -> None:
         async with _served() as served:
-            assert await served.call("traces", _traces("a", "b")) == b""
+            assert await served.call("traces", traces_request("a", "b")) == b""
             metrics = metrics_service_pb2.ExportMetricsServiceRequest()
             gauge = metrics.resource_metrics.add().scope_metrics.add().metrics.add(name="m")
             gauge.gauge.data_points.add(as_int=1)
@@ -136,7 +127,7 @@ def test_a_full_buffer_is_unavailable() -> None:
     intake's message, after the one that filled it was taken."""
 
     async def scenario() -> None:
-        body = _traces("a" * 40)
+        body = traces_request("a" * 40)
         async with _served(max_request_bytes=len(body), buffer_max_bytes=len(body)) as served:
             assert await served.call("traces", body) == b""
             code, details = await served.refused("traces", body)
@@ -157,10 +148,10 @@ def test_a_request_over_the_bound_is_resource_exhausted() -> None:
 
     async def scenario() -> None:
         async with _served(max_request_bytes=64) as served:
-            exact = _traces("n" * 56)
+            exact = traces_request("n" * 56)
             assert len(exact) == 64
             assert await served.call("traces", exact) == b""
-            code, _ = await served.refused("traces", _traces("n" * 57))
+            code, _ = await served.refused("traces", traces_request("n" * 57))
             assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
 
     _run(scenario)
@@ -172,13 +163,13 @@ def test_the_token_is_checked_before_anything_else() -> None:
 
     async def scenario() -> None:
         async with _served(auth_token="s3cret") as served:
-            code, details = await served.refused("traces", _traces("a"))
+            code, details = await served.refused("traces", traces_request("a"))
             assert (code, details) == (grpc.StatusCode.UNAUTHENTICATED, "missing or wrong token")
             wrong = (("authorization", "Bearer nope"),)
             code, _ = await served.refused("logs", b"\xff\xff", wrong)
             assert code == grpc.StatusCode.UNAUTHENTICATED
             right = (("authorization", "Bearer s3cret"),)
-            assert await served.call("traces", _traces("a"), right) == b""
+            assert await served.call("traces", traces_request("a"), right) == b""
             assert served.intake.metrics.snapshot() == {
                 "refused:traces:unauthenticated": 1,
                 "refused:logs:unauthenticated": 1,
@@ -193,8 +184,8 @@ def test_a_token_in_a_mixed_case_header_is_read_lower_cased() -> None:
 
     async def scenario() -> None:
         async with _served(auth_token="k", auth_header="X-Api-Key") as served:
-            assert await served.call("traces", _traces("a"), (("x-api-key", "k"),)) == b""
-            code, _ = await served.refused("traces", _traces("a"), (("x-other", "k"),))
+            assert await served.call("traces", traces_request("a"), (("x-api-key", "k"),)) == b""
+            code, _ = await served.refused("traces", traces_request("a"), (("x-other", "k"),))
             assert code == grpc.StatusCode.UNAUTHENTICATED
 
     _run(scenario)
@@ -254,10 +245,10 @@ def test_tls_serves_secure_channels_only(certificates: dict[str, Path]) -> None:
 
     async def scenario() -> None:
         async with _served(_tls_channel(certificates, client=False), **tls) as served:
-            assert await served.call("traces", _traces("a")) == b""
+            assert await served.call("traces", traces_request("a")) == b""
             async with grpc.aio.insecure_channel(f"127.0.0.1:{served.port}") as plain:
                 with pytest.raises(grpc.aio.AioRpcError) as error:
-                    await plain.unary_unary(_METHODS["traces"])(_traces("b"), timeout=3)
+                    await plain.unary_unary(_METHODS["traces"])(traces_request("b"), timeout=3)
                 assert error.value.code() == grpc.StatusCode.UNAVAILABLE
             assert served.intake.metrics.snapshot() == {"received:traces": 1}
 
@@ -273,11 +264,11 @@ def test_a_client_ca_requires_client_certificates(certificates: dict[str, Path])
 
     async def scenario() -> None:
         async with _served(_tls_channel(certificates, client=True), **tls) as served:
-            assert await served.call("traces", _traces("a")) == b""
+            assert await served.call("traces", traces_request("a")) == b""
             bare = _tls_channel(certificates, client=False)(served.port)
             try:
                 with pytest.raises(grpc.aio.AioRpcError) as error:
-                    await bare.unary_unary(_METHODS["traces"])(_traces("b"), timeout=3)
+                    await bare.unary_unary(_METHODS["traces"])(traces_request("b"), timeout=3)
                 assert error.value.code() == grpc.StatusCode.UNAVAILABLE
             finally:
                 await bare.close()

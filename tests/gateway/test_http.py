@@ -21,8 +21,8 @@ import pytest
 from aiohttp import web
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from prometheus_client import CONTENT_TYPE_LATEST
+from tests.gateway._scripted import traces_request
 
 from groundwire.gateway import load_config
 from groundwire.gateway._forwarder import Forwarder
@@ -35,15 +35,6 @@ from groundwire.gateway._transport import HttpTransport
 
 _PROTO = {"Content-Type": CONTENT_PROTOBUF}
 _JSON = {"Content-Type": CONTENT_JSON}
-
-
-def _traces(*names: str) -> bytes:
-    """A protobuf traces request with one span per name."""
-    message = trace_service_pb2.ExportTraceServiceRequest()
-    spans = message.resource_spans.add().scope_spans.add().spans
-    for name in names:
-        spans.add(name=name)
-    return bytes(message.SerializeToString())
 
 
 @dataclass
@@ -116,7 +107,9 @@ def test_an_accepted_request_is_answered_in_its_own_encoding() -> None:
 
     async def scenario() -> None:
         async with _served() as served:
-            status, headers, body = await _post(served, "/v1/traces", _traces("a", "b"), _PROTO)
+            status, headers, body = await _post(
+                served, "/v1/traces", traces_request("a", "b"), _PROTO
+            )
             assert (status, body) == (200, b"")
             assert headers["Content-Type"] == CONTENT_PROTOBUF
             json_body = b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "c"}]}]}]}'
@@ -124,7 +117,9 @@ def test_an_accepted_request_is_answered_in_its_own_encoding() -> None:
             assert (status, body) == (200, b"{}")
             assert headers["Content-Type"] == CONTENT_JSON
             assert served.counts() == {"received:traces": 3}
-            assert served.intake.forwarder.buffered_bytes == len(_traces("a", "b")) + len(json_body)
+            assert served.intake.forwarder.buffered_bytes == len(traces_request("a", "b")) + len(
+                json_body
+            )
 
     _run(scenario)
 
@@ -152,7 +147,7 @@ def test_compressed_bodies_are_read_decompressed() -> None:
 
     async def scenario() -> None:
         async with _served() as served:
-            body = _traces("x")
+            body = traces_request("x")
             for encoding in (" GZip ", "identity", "gzip"):
                 data = gzip.compress(body) if "gz" in encoding.lower() else body
                 headers = {**_PROTO, "Content-Encoding": encoding}
@@ -223,7 +218,7 @@ def test_a_body_over_the_limit_is_413_resource_exhausted() -> None:
             gz = {**_JSON, "Content-Encoding": "gzip"}
             status, _, body = await _post(served, "/v1/traces", bomb, gz)
             assert (status, _status_of(body, CONTENT_JSON)) == (413, (8, message))
-            exact = _traces("n" * 56)
+            exact = traces_request("n" * 56)
             assert len(exact) == 64
             status, _, _ = await _post(served, "/v1/traces", exact, _PROTO)
             assert status == 200
@@ -272,7 +267,7 @@ def test_a_full_buffer_is_503_unavailable_with_retry_after() -> None:
     with Retry-After 1 (the gate is open) and the intake's message."""
 
     async def scenario() -> None:
-        body = _traces("a" * 40)
+        body = traces_request("a" * 40)
         async with _served(max_request_bytes=len(body), buffer_max_bytes=len(body)) as served:
             assert (await _post(served, "/v1/traces", body, _PROTO))[0] == 200
             status, headers, answer = await _post(served, "/v1/traces", body, _PROTO)
@@ -319,7 +314,7 @@ def test_a_token_guards_the_signal_paths_but_not_health() -> None:
 
     async def scenario() -> None:
         async with _served(auth_token="s3cret") as served:
-            status, headers, body = await _post(served, "/v1/traces", _traces("a"), _PROTO)
+            status, headers, body = await _post(served, "/v1/traces", traces_request("a"), _PROTO)
             assert status == 401
             assert headers["WWW-Authenticate"] == "Bearer"
             assert headers["Content-Type"] == CONTENT_PROTOBUF
@@ -335,7 +330,7 @@ def test_a_token_guards_the_signal_paths_but_not_health() -> None:
             status, _, _ = await _post(served, "/v1/other", b"{}", _JSON)
             assert status == 401
             right = {**_PROTO, "Authorization": "bearer s3cret"}
-            assert (await _post(served, "/v1/traces", _traces("a"), right))[0] == 200
+            assert (await _post(served, "/v1/traces", traces_request("a"), right))[0] == 200
             for path in ("/healthz", "/readyz"):
                 async with served.session.get(served.url + path) as response:
                     assert response.status == 200, path
@@ -357,9 +352,9 @@ def test_a_token_in_another_header_is_its_plain_value() -> None:
     async def scenario() -> None:
         async with _served(auth_token="k", auth_header="x-api-key") as served:
             ok = {**_PROTO, "X-Api-Key": " k "}
-            assert (await _post(served, "/v1/traces", _traces("a"), ok))[0] == 200
+            assert (await _post(served, "/v1/traces", traces_request("a"), ok))[0] == 200
             bearer = {**_PROTO, "X-Api-Key": "Bearer k"}
-            status, headers, body = await _post(served, "/v1/traces", _traces("a"), bearer)
+            status, headers, body = await _post(served, "/v1/traces", traces_request("a"), bearer)
             assert status == 401
             assert "WWW-Authenticate" not in headers
             assert _status_of(body, CONTENT_PROTOBUF) == (
@@ -410,7 +405,7 @@ def test_a_chunked_body_without_a_declared_length_is_read() -> None:
     length is checked before reading."""
 
     async def chunks() -> AsyncIterator[bytes]:
-        body = _traces("a", "b")
+        body = traces_request("a", "b")
         yield body[:5]
         yield body[5:]
 
@@ -485,7 +480,9 @@ def test_a_queue_that_cannot_store_is_503_with_its_own_retry_after(tmp_path: Pat
         queue = DiskQueue(tmp_path, fsync=False, reserve_bytes=1 << 62)
         try:
             async with _served(queue=queue) as served:
-                status, headers, body = await _post(served, "/v1/traces", _traces("a"), _PROTO)
+                status, headers, body = await _post(
+                    served, "/v1/traces", traces_request("a"), _PROTO
+                )
                 assert (status, headers["Retry-After"]) == (503, "5")
                 code, message = _status_of(body, CONTENT_PROTOBUF)
                 assert code == 14

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from tests.gateway._scripted import traces_request
 from tests.gateway._traces import new_trace_id, openinference_rag_trace, request
 from tests.gateway.conftest import RawDownstream
 
@@ -47,15 +47,6 @@ def _intake(
     return Intake(Forwarder(transport, metrics, config, store=queue), scorer, metrics, queue)
 
 
-def _traces(*names: str) -> bytes:
-    """A protobuf traces request with one span per name."""
-    message = trace_service_pb2.ExportTraceServiceRequest()
-    spans = message.resource_spans.add().scope_spans.add().spans
-    for name in names:
-        spans.add(name=name)
-    return message.SerializeToString()
-
-
 def _send_all(forwarder: Forwarder) -> None:
     async def run() -> None:
         forwarder.start()
@@ -86,11 +77,13 @@ def test_a_request_is_forwarded_as_received_and_counted(downstream: RawDownstrea
     the bytes that arrived, in order."""
     intake = _intake(downstream.endpoint)
     json_body = b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "a"}, {"name": "b"}]}]}]}'
-    assert asyncio.run(intake.accept(_TRACES, _traces("x", "y", "z"), CONTENT_PROTOBUF)) is None
+    assert (
+        asyncio.run(intake.accept(_TRACES, traces_request("x", "y", "z"), CONTENT_PROTOBUF)) is None
+    )
     assert asyncio.run(intake.accept(_TRACES, json_body, CONTENT_JSON)) is None
     assert intake.metrics.snapshot() == {"received:traces": 5}
     _send_all(intake.forwarder)
-    assert [r.body for r in downstream.requests] == [_traces("x", "y", "z"), json_body]
+    assert [r.body for r in downstream.requests] == [traces_request("x", "y", "z"), json_body]
 
 
 def test_a_malformed_body_is_refused_and_counted_not_forwarded() -> None:
@@ -122,7 +115,7 @@ def test_the_bytes_held_on_disk_count_against_the_buffer(tmp_path: Path) -> None
     """With a persistent queue, what it holds (waiting for scoring) counts against the same
     bound: a request that fits the empty buffer is refused when the disk holds enough."""
     queue = DiskQueue(tmp_path, fsync=False)
-    body = _traces("held")
+    body = traces_request("held")
     intake = _intake("http://127.0.0.1:9", queue=queue, max_request_bytes=len(body) + 10,
                      buffer_max_bytes=len(body) + 10)  # fmt: skip
     asyncio.run(queue.append("traces", CONTENT_PROTOBUF, 1, body, score=False))
@@ -139,7 +132,7 @@ def test_with_a_queue_each_request_is_stored_first_with_its_row(
     it is answered; the forwarded batch knows its row, which delivery releases."""
     queue = DiskQueue(tmp_path, fsync=False)
     intake = _intake(downstream.endpoint, queue=queue)
-    assert asyncio.run(intake.accept(_TRACES, _traces("a", "b"), CONTENT_PROTOBUF)) is None
+    assert asyncio.run(intake.accept(_TRACES, traces_request("a", "b"), CONTENT_PROTOBUF)) is None
     assert asyncio.run(intake.accept(SIGNALS["logs"], b"", CONTENT_PROTOBUF)) is None
     queue.sync()
     assert _rows(tmp_path) == [
@@ -157,7 +150,7 @@ def test_a_queue_that_cannot_store_refuses_with_503_advice(tmp_path: Path) -> No
     the queue's reason, a 5 s Retry-After, counted; nothing forwarded."""
     queue = DiskQueue(tmp_path, fsync=False, reserve_bytes=1 << 62)
     intake = _intake("http://127.0.0.1:9", queue=queue)
-    refusal = asyncio.run(intake.accept(_TRACES, _traces("a"), CONTENT_PROTOBUF))
+    refusal = asyncio.run(intake.accept(_TRACES, traces_request("a"), CONTENT_PROTOBUF))
     assert refusal is not None
     assert (refusal.reason, refusal.retry_after_s) == ("queue_unavailable", 5)
     assert refusal.message.startswith("the forward queue cannot take it: ")
@@ -171,7 +164,7 @@ def test_a_request_stored_but_not_taken_by_the_buffer_is_released(tmp_path: Path
     """Two requests stored at once when only one fits the buffer: the second, already on disk,
     is refused as buffer_full and its row released (not forwarded, not scored)."""
     queue = DiskQueue(tmp_path, fsync=False)
-    body = _traces("one")
+    body = traces_request("one")
     intake = _intake("http://127.0.0.1:9", queue=queue, max_request_bytes=len(body),
                      buffer_max_bytes=len(body))  # fmt: skip
 
@@ -200,7 +193,9 @@ def test_traces_go_to_the_scorer_and_what_it_cannot_take_is_released(
     queue = DiskQueue(tmp_path, fsync=False)
     before = stopped_scorer._metrics.count("not_scored:shutdown")
     intake = _intake("http://127.0.0.1:9", queue=queue, scorer=stopped_scorer)
-    assert asyncio.run(intake.accept(_TRACES, _traces("a", "b", "c"), CONTENT_PROTOBUF)) is None
+    assert (
+        asyncio.run(intake.accept(_TRACES, traces_request("a", "b", "c"), CONTENT_PROTOBUF)) is None
+    )
     assert asyncio.run(intake.accept(_TRACES, b"", CONTENT_PROTOBUF)) is None
     assert asyncio.run(intake.accept(SIGNALS["logs"], b"", CONTENT_PROTOBUF)) is None
     queue.sync()
@@ -214,7 +209,7 @@ def test_without_a_queue_traces_are_fed_to_the_scorer(stopped_scorer: ScoringPro
     scored when it cannot take it)."""
     before = stopped_scorer._metrics.count("not_scored:shutdown")
     intake = _intake("http://127.0.0.1:9", scorer=stopped_scorer)
-    assert asyncio.run(intake.accept(_TRACES, _traces("a", "b"), CONTENT_PROTOBUF)) is None
+    assert asyncio.run(intake.accept(_TRACES, traces_request("a", "b"), CONTENT_PROTOBUF)) is None
     assert stopped_scorer._metrics.count("not_scored:shutdown") == before + 2
     assert intake.forwarder.buffered_requests == 1
 
@@ -222,7 +217,7 @@ def test_without_a_queue_traces_are_fed_to_the_scorer(stopped_scorer: ScoringPro
 def test_a_request_that_fills_the_empty_buffer_exactly_is_taken() -> None:
     """Without a persistent queue nothing else counts against the bound: a request of exactly
     the buffer's size is accepted."""
-    body = _traces("exact")
+    body = traces_request("exact")
     intake = _intake("http://127.0.0.1:9", max_request_bytes=len(body), buffer_max_bytes=len(body))
     assert asyncio.run(intake.accept(_TRACES, body, CONTENT_PROTOBUF)) is None
     assert intake.forwarder.buffered_bytes == len(body)
@@ -236,12 +231,12 @@ def test_only_a_json_request_keeps_its_decoded_message_for_later(
     intake = _intake("http://127.0.0.1:9", scorer=stopped_scorer)
     json_body = b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "a"}]}]}]}'
     before = stopped_scorer._metrics.count("not_scored:shutdown")
-    assert asyncio.run(intake.accept(_TRACES, _traces("p"), CONTENT_PROTOBUF)) is None
+    assert asyncio.run(intake.accept(_TRACES, traces_request("p"), CONTENT_PROTOBUF)) is None
     assert asyncio.run(intake.accept(_TRACES, json_body, CONTENT_JSON)) is None
     assert stopped_scorer._metrics.count("not_scored:shutdown") == before + 2
     protobuf, json_batch = intake.forwarder._queue
     assert protobuf.message is None and protobuf.encoded is None
-    assert json_batch.protobuf() == _traces("a")
+    assert json_batch.protobuf() == traces_request("a")
 
 
 def _logs(records: int) -> bytes:
@@ -261,13 +256,13 @@ def test_only_traces_with_spans_are_fed_to_the_scorer_one_span_is_enough(
     queue = DiskQueue(tmp_path, fsync=False)
     before = stopped_scorer._metrics.count("not_scored:shutdown")
     intake = _intake("http://127.0.0.1:9", queue=queue, scorer=stopped_scorer)
-    assert asyncio.run(intake.accept(_TRACES, _traces("one"), CONTENT_PROTOBUF)) is None
+    assert asyncio.run(intake.accept(_TRACES, traces_request("one"), CONTENT_PROTOBUF)) is None
     assert asyncio.run(intake.accept(SIGNALS["logs"], _logs(2), CONTENT_PROTOBUF)) is None
     assert stopped_scorer._metrics.count("not_scored:shutdown") == before + 1
     queue.sync()
     with sqlite3.connect(tmp_path / "queue.sqlite3") as db:
         bodies = [row[0] for row in db.execute("SELECT body FROM requests ORDER BY seq")]
-    assert bodies == [_traces("one"), _logs(2)]
+    assert bodies == [traces_request("one"), _logs(2)]
     queue.close()
 
 
@@ -278,11 +273,13 @@ def test_a_stored_request_is_answered_within_its_commit(tmp_path: Path) -> None:
     intake = _intake("http://127.0.0.1:9", queue=queue)
 
     async def accept() -> Refusal | None:
-        return await asyncio.wait_for(intake.accept(_TRACES, _traces("a"), CONTENT_PROTOBUF), 2)
+        return await asyncio.wait_for(
+            intake.accept(_TRACES, traces_request("a"), CONTENT_PROTOBUF), 2
+        )
 
     assert asyncio.run(accept()) is None
     queue.sync()
-    assert queue.held_records == 1 and queue.held_bytes == len(_traces("a"))
+    assert queue.held_records == 1 and queue.held_bytes == len(traces_request("a"))
     queue.close()
 
 

@@ -24,8 +24,7 @@ from typing import Any
 import aiohttp
 import grpc  # type: ignore[import-untyped]
 import pytest
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from tests.gateway._scripted import HttpDownstream, http_downstream
+from tests.gateway._scripted import HttpDownstream, http_downstream, traces_request
 
 from groundwire import semconv
 from groundwire.gateway import Gateway, ShutdownReport, load_config
@@ -33,15 +32,6 @@ from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._server import _open_queue, _server_ssl, _transport, check_listen
 from groundwire.gateway._signals import CONTENT_PROTOBUF, SIGNALS
 from groundwire.gateway._transport import GrpcTransport, HttpTransport
-
-
-def _traces(*names: str) -> bytes:
-    """A protobuf traces request with one span per name."""
-    message = trace_service_pb2.ExportTraceServiceRequest()
-    spans = message.resource_spans.add().scope_spans.add().spans
-    for name in names:
-        spans.add(name=name)
-    return bytes(message.SerializeToString())
 
 
 def _config(forward: str, **flags: Any) -> Any:
@@ -218,14 +208,18 @@ def test_a_gateway_serves_forwards_and_stops_clean(caplog: pytest.LogCaptureFixt
             async with _running(gateway, reports) as (gateway, session):
                 base = f"http://127.0.0.1:{gateway.http_port}"
                 headers = {"Content-Type": CONTENT_PROTOBUF}
-                async with session.post(base + "/v1/traces", data=_traces("h"), headers=headers):
+                async with session.post(
+                    base + "/v1/traces", data=traces_request("h"), headers=headers
+                ):
                     pass
                 assert gateway.grpc_port is not None
                 async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway.grpc_port}") as channel:
                     call = channel.unary_unary(SIGNALS["traces"].grpc_method)
-                    assert await call(_traces("g"), timeout=10) == b""
+                    assert await call(traces_request("g"), timeout=10) == b""
                 await _until(lambda: len(_bodies(downstream)) == 2)
-                assert sorted(_bodies(downstream)) == sorted([_traces("h"), _traces("g")])
+                assert sorted(_bodies(downstream)) == sorted(
+                    [traces_request("h"), traces_request("g")]
+                )
                 async with session.get(base + "/readyz") as response:
                     assert (response.status, await response.json()) == (200, {"ready": True})
                 async with session.get(base + "/healthz") as response:
@@ -278,7 +272,7 @@ def test_readiness_follows_the_buffer_and_the_gauges_read_it() -> None:
     async def scenario() -> None:
         async with http_downstream() as downstream:
             downstream.script = [(503, {"Retry-After": "30"}, b"")] * 5
-            body = _traces("x" * 80)
+            body = traces_request("x" * 80)
             config = _config(downstream.url, buffer_max_bytes=10 * len(body),
                              max_request_bytes=len(body), shutdown_timeout_s=0.3)  # fmt: skip
             gateway = Gateway(config)
@@ -320,7 +314,7 @@ def test_a_stop_cut_by_the_deadline_reports_what_is_left(
                 base = f"http://127.0.0.1:{gateway.http_port}"
                 headers = {"Content-Type": CONTENT_PROTOBUF}
                 async with session.post(
-                    base + "/v1/traces", data=_traces("a", "b"), headers=headers
+                    base + "/v1/traces", data=traces_request("a", "b"), headers=headers
                 ):
                     pass
                 await _until(lambda: gateway.forwarder.last_error == "503")
@@ -349,7 +343,7 @@ def test_with_a_queue_the_health_shows_it_and_the_gauges_read_it(tmp_path: Path)
             async with _running(gateway, reports) as (gateway, session):
                 base = f"http://127.0.0.1:{gateway.http_port}"
                 headers = {"Content-Type": CONTENT_PROTOBUF}
-                body = _traces("q")
+                body = traces_request("q")
                 async with session.post(base + "/v1/traces", data=body, headers=headers):
                     pass
                 assert gateway.queue is not None
@@ -377,12 +371,12 @@ def test_committed_results_are_counted_and_forwarded(tmp_path: Path) -> None:
             config = _config(downstream.url, queue_dir=str(tmp_path), queue_fsync=False)
             gateway = Gateway(config)
             async with _running(gateway, reports) as (gateway, _):
-                results = [ResultRequest("traces", 2, _traces("e1", "e2")),
+                results = [ResultRequest("traces", 2, traces_request("e1", "e2")),
                            ResultRequest("logs", 1, b"\x0a\x00")]  # fmt: skip
                 await asyncio.to_thread(gateway._record_scored, [], ["ab" * 16], results)
                 await _until(lambda: len(_bodies(downstream)) == 1)
                 await _until(lambda: any(p == "/v1/logs" for p, _, _ in downstream.seen))
-                assert _bodies(downstream) == [_traces("e1", "e2")]
+                assert _bodies(downstream) == [traces_request("e1", "e2")]
                 counts = gateway.metrics.snapshot()
                 assert counts["queue_results:traces"] == 2
                 assert counts["queue_results:logs"] == 1

@@ -21,7 +21,7 @@ import grpc  # type: ignore[import-untyped]
 import pytest
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from tests.gateway._scripted import http_downstream, make_certificates
+from tests.gateway._scripted import http_downstream, make_certificates, traces_request
 
 from groundwire.gateway._signals import CONTENT_JSON, CONTENT_PROTOBUF, SIGNALS, decode
 from groundwire.gateway._transport import (
@@ -36,15 +36,6 @@ _TRACES = SIGNALS["traces"]
 _LOGS = SIGNALS["logs"]
 
 
-def _traces(*names: str) -> bytes:
-    """A protobuf traces request with one span per name."""
-    message = trace_service_pb2.ExportTraceServiceRequest()
-    spans = message.resource_spans.add().scope_spans.add().spans
-    for name in names:
-        spans.add(name=name)
-    return bytes(message.SerializeToString())
-
-
 def _partial(rejected: int) -> bytes:
     """A traces response reporting `rejected` spans as refused."""
     response = trace_service_pb2.ExportTraceServiceResponse()
@@ -54,7 +45,7 @@ def _partial(rejected: int) -> bytes:
 
 
 def _batch(body: bytes = b"", content_type: str = CONTENT_PROTOBUF, signal: Any = _TRACES) -> Batch:
-    body = body or _traces("a")
+    body = body or traces_request("a")
     message = decode(signal, body, content_type) if content_type == CONTENT_JSON else None
     return Batch(signal, body, content_type, 1, message)
 
@@ -68,7 +59,7 @@ def _run(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
 
 def test_a_protobuf_batch_is_its_body() -> None:
     """A protobuf batch's protobuf form is the very body; its size the body's length."""
-    body = _traces("a", "b")
+    body = traces_request("a", "b")
     batch = _batch(body)
     assert batch.protobuf() is body
     assert batch.size == len(body)
@@ -128,7 +119,7 @@ def test_http_posts_the_body_as_received_to_the_signal_path() -> None:
     async def scenario() -> None:
         async with http_downstream() as downstream:
             transport = _http(downstream.url + "/", headers={"x-team": "rag"})
-            body = _traces("a", "b")
+            body = traces_request("a", "b")
             assert await transport.send(_batch(body)) == Outcome(True, status="200")
             json_body = b'{"resourceLogs": []}'
             batch = _batch(json_body, CONTENT_JSON, _LOGS)
@@ -152,7 +143,7 @@ def test_http_gzip_compresses_the_body() -> None:
     async def scenario() -> None:
         async with http_downstream() as downstream:
             transport = _http(downstream.url, compression="gzip")
-            body = _traces("a" * 500)
+            body = traces_request("a" * 500)
             assert (await transport.send(_batch(body))).ok
             await transport.close()
             _, headers, seen = downstream.seen[0]
@@ -315,7 +306,7 @@ def test_grpc_calls_export_with_the_protobuf_bytes_and_metadata() -> None:
     async def scenario() -> None:
         async with _grpc_downstream() as downstream:
             transport = _grpc(f"127.0.0.1:{downstream.port}", headers={"X-Team": "rag"})
-            body = _traces("a")
+            body = traces_request("a")
             assert await transport.send(_batch(body)) == Outcome(True, status="OK")
             json_body = b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{}]}]}]}'
             logs = _batch(json_body, CONTENT_JSON, _LOGS)
@@ -363,9 +354,9 @@ def test_grpc_gzip_and_an_unreachable_target() -> None:
     async def scenario() -> None:
         async with _grpc_downstream() as downstream:
             transport = _grpc(f"127.0.0.1:{downstream.port}", compression="gzip")
-            assert (await transport.send(_batch(_traces("z" * 300)))).ok
+            assert (await transport.send(_batch(traces_request("z" * 300)))).ok
             await transport.close()
-            assert downstream.seen[0][2] == _traces("z" * 300)
+            assert downstream.seen[0][2] == traces_request("z" * 300)
             assert downstream.seen[0][1].get("grpc-accept-encoding", "gzip").find("gzip") >= 0
         unreachable = _grpc("127.0.0.1:9", timeout_s=2)
         outcome = await unreachable.send(_batch())
@@ -549,7 +540,7 @@ def test_grpc_gzip_compresses_the_request_on_the_wire() -> None:
     it, in full. The downstream gets the same bytes either way."""
 
     async def scenario() -> None:
-        body = _traces("z" * 200_000)
+        body = traces_request("z" * 200_000)
         sizes = {}
         async with _grpc_downstream() as downstream:
             for compression in ("gzip", "none"):
@@ -579,7 +570,7 @@ def test_grpc_gzip_compresses_over_tls_too(certificates: dict[str, Path]) -> Non
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
         port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([pair]))
         await server.start()
-        body = _traces("z" * 200_000)
+        body = traces_request("z" * 200_000)
         try:
             async with _counting_proxy(port) as (relay, carried):
                 transport = _grpc(f"127.0.0.1:{relay}", secure=True, compression="gzip",
