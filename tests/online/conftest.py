@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,3 +233,13 @@ class Judge:
             self.running -= 1
         usage = {"input": self.tokens[0], "output": self.tokens[1]}
         return Score(name=self.name, value=0.75, label="grounded", usage=usage)
+
+
+@pytest.fixture
+def reaped() -> Iterator[None]:
+    """Worker processes a test killed or ended are reaped before the next test, so none is left
+    as a zombie child of the test process (mutmut's runner fails on a child left unreaped)."""
+    yield
+    deadline = time.monotonic() + 5
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)

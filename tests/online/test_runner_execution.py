@@ -4,12 +4,11 @@ the setup of groundwire's threads, warm-up, and the executors' rules for hung an
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
@@ -337,16 +336,6 @@ def test_judge_tokens_are_spent_from_the_budget(emitter: Emitter) -> None:
         assert budget.used() == 3 * 42
     finally:
         runner.shutdown(1)
-
-
-@pytest.fixture
-def reaped() -> Iterator[None]:
-    """Worker processes the test's runner killed are reaped before the next test, so none is
-    left as a zombie child of the test process."""
-    yield
-    deadline = time.monotonic() + 5
-    while multiprocessing.active_children() and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 class _ExitsTheProcess:

@@ -11,7 +11,6 @@ import logging
 import multiprocessing
 import os
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -269,15 +268,6 @@ def test_a_judge_that_waited_while_the_budget_ran_out_is_skipped_on_its_job(
         assert seen.skipped == [(second, "judge")] and waiter.calls == 0
     finally:
         executor.close()
-
-
-@pytest.fixture
-def reaped() -> Iterator[None]:
-    """Worker processes a test killed are reaped before the next test (no zombie children)."""
-    yield
-    deadline = time.monotonic() + 5
-    while multiprocessing.active_children() and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 class _ExitsTheProcess:

@@ -11,7 +11,6 @@ import pickle
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from multiprocessing.connection import Connection
 
 import pytest
@@ -26,15 +25,6 @@ pytestmark = [pytest.mark.usefixtures("reaped"), pytest.mark.timeout(30)]
 
 _SEEN_BY_PARENT = {"value": "as imported"}
 """Changed by a test in this process: a forked worker would see the change, a spawned one not."""
-
-
-@pytest.fixture
-def reaped() -> Iterator[None]:
-    """Worker processes a test ended are reaped before the next test (no zombie children)."""
-    yield
-    deadline = time.monotonic() + 5
-    while multiprocessing.active_children() and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 class _Imported:

@@ -9,7 +9,6 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,15 +19,6 @@ from .conftest import AnswerLength, HasContext, make_turn
 
 # Each test takes about a second: 30 s ends a hung one well before the suite-wide 120 s.
 pytestmark = [pytest.mark.usefixtures("reaped"), pytest.mark.timeout(30)]
-
-
-@pytest.fixture
-def reaped() -> Iterator[None]:
-    """Worker processes a test killed are reaped before the next test (no zombie children)."""
-    yield
-    deadline = time.monotonic() + 5
-    while multiprocessing.active_children() and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 class _Pid:
