@@ -9,10 +9,11 @@ Python. (The JSON mapping of OTLP has its own reader, `groundwire.offline.reader
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
-__all__ = ["proto_attributes", "proto_value"]
+__all__ = ["proto_attributes", "proto_value", "scoped_records"]
 
 
 def proto_value(value: Any) -> Any:
@@ -30,3 +31,18 @@ def proto_value(value: Any) -> Any:
 def proto_attributes(pairs: Iterable[Any]) -> dict[str, Any]:
     """Protobuf `KeyValue`s (attributes) as a dict."""
     return {pair.key: proto_value(pair.value) for pair in pairs}
+
+
+def scoped_records(
+    groups: Iterable[Any], scopes: str, records: str
+) -> Iterator[tuple[Mapping[str, Any], str | None, Any]]:
+    """Each record of protobuf `resource_*` groups with its resource's attributes (one read-only
+    mapping a group, shared by its records) and its scope's name (None when empty): the nesting
+    every signal has (`resource_spans` > `scope_spans` > `spans`, `resource_logs` >
+    `scope_logs` > `log_records`), `scopes` and `records` naming its two inner fields."""
+    for group in groups:
+        resource = MappingProxyType(proto_attributes(group.resource.attributes))
+        for scoped in getattr(group, scopes):
+            scope = scoped.scope.name or None
+            for record in getattr(scoped, records):
+                yield resource, scope, record

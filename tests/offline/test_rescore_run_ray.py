@@ -39,6 +39,15 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield path
 
 
+@pytest.fixture(scope="module")
+def twelve(traces: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Twelve recorded turns (on the module's Ray): enough for several of the engine's slices,
+    which hold `4 x chunk_size` traces (one range, one worker)."""
+    path = tmp_path_factory.mktemp("twelve") / "traces.jsonl"
+    write_groundwire_jsonl(record_turns(12), path, batch=3)
+    return path
+
+
 def _rows(results: list[Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
     """Results as sortable rows: the turn's ids, its query and the values."""
     rows = [(r.turn.trace_id, r.turn.span_id, r.turn.query, r.values()) for r in results]
@@ -98,23 +107,34 @@ def test_ray_resume_skips_the_turns_out_holds(traces: Path, tmp_path: Path) -> N
     assert len(keys) == len(set(keys)) == TURNS
 
 
-def test_ray_chunks_follow_chunk_size(traces: Path) -> None:
-    """`chunk_size` reaches Ray: with 1 the hook sees the turns in more than one chunk (the
-    default puts all four in one)."""
+def test_ray_chunks_follow_chunk_size(twelve: Path) -> None:
+    """`chunk_size` reaches Ray: a scoring task takes `4 x chunk_size` traces, so with 1 the
+    hook sees the twelve turns in three slices of four (the default puts them in one)."""
     chunks: list[int] = []
     summary = rescore(
-        traces,
+        twelve,
         ["quoted_spans"],
         None,
         engine="ray",
+        workers=1,
         chunk_size=1,
         on_results=lambda results: chunks.append(len(results)),
     )
-    assert summary.turns_scored == TURNS
-    assert sum(chunks) == TURNS and len(chunks) > 1
+    assert summary.turns_scored == 12
+    assert chunks == [4, 4, 4]
+    whole: list[int] = []
+    rescore(
+        twelve,
+        ["quoted_spans"],
+        None,
+        engine="ray",
+        workers=1,
+        on_results=lambda results: whole.append(len(results)),
+    )
+    assert whole == [12]
 
 
-def test_ray_stops_after_the_chunk_in_flight(traces: Path) -> None:
+def test_ray_stops_after_the_chunk_in_flight(twelve: Path) -> None:
     """The stop flag reaches Ray: asked after the first chunk, the run ends interrupted."""
     stop = StopFlag()
     chunks: list[int] = []
@@ -124,16 +144,17 @@ def test_ray_stops_after_the_chunk_in_flight(traces: Path) -> None:
         stop.set()
 
     summary = rescore(
-        traces,
+        twelve,
         ["quoted_spans"],
         None,
         engine="ray",
+        workers=1,
         chunk_size=1,
         stop=stop,
         on_results=stop_after_one,
     )
     assert summary.interrupted is True
-    assert len(chunks) == 1 and summary.turns_scored == chunks[0] < TURNS
+    assert len(chunks) == 1 and summary.turns_scored == chunks[0] < 12
 
 
 def test_ray_workers_get_the_evaluators_options(traces: Path) -> None:

@@ -20,7 +20,7 @@ import multiprocessing
 import os
 import pickle
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
 
@@ -153,34 +153,37 @@ class ProcessExecutor:
     def _replace_dead(self) -> None:
         """Start another process in place of one that died after it was ready (killed by the
         OS, a crash in native code); its callers were failed by its reader (lock held)."""
-        dead, pending, self._pending = self._process, self._pending, {}
-        with contextlib.suppress(OSError):
-            self._connection.close()
-        dead.join(1.0)  # its pipe has ended: it is exiting; reaped, with its exit code
-        self._start()
+        dead, pending = self._replace(kill=False)
         logger.warning(
             "the evaluation worker process exited (exit code %s); another was started",
             dead.exitcode,
         )
-        for future in pending.values():
-            if not future.done():
-                future.set_exception(RuntimeError("the evaluation worker process exited"))
+        _fail(pending, lambda: RuntimeError("the evaluation worker process exited"))
 
     def _restart(self) -> None:
         """Kill a process stuck in a call and start another; its pending callers fail."""
         with self._lock:
             if self._closed:
                 return
-            old, pending, self._pending = self._process, self._pending, {}
-            with contextlib.suppress(OSError):
-                self._connection.close()
-            old.kill()
-            self._start()
+            old, pending = self._replace(kill=True)
         old.join(1.0)  # reaped: no zombie left behind
         logger.warning("an evaluation overran its timeout; the evaluation worker process restarted")
-        for future in pending.values():
-            if not future.done():
-                future.set_exception(TimeoutError("the evaluation worker process was restarted"))
+        _fail(pending, lambda: TimeoutError("the evaluation worker process was restarted"))
+
+    def _replace(
+        self, *, kill: bool
+    ) -> tuple[multiprocessing.process.BaseProcess, dict[int, Future[list[EvaluationOutcome]]]]:
+        """Close the current process's pipe, kill it (`kill`) or reap it (its pipe has ended: it
+        is exiting), and start another; the old process and its pending calls (lock held)."""
+        old, pending, self._pending = self._process, self._pending, {}
+        with contextlib.suppress(OSError):
+            self._connection.close()
+        if kill:
+            old.kill()
+        else:
+            old.join(1.0)  # reaped, with its exit code
+        self._start()
+        return old, pending
 
     def close(self) -> None:
         """Stop the process (it is a daemon: it never outlives the app in any case)."""
@@ -195,3 +198,12 @@ class ProcessExecutor:
         if process.is_alive():
             process.kill()
             process.join(1.0)
+
+
+def _fail(
+    pending: dict[int, Future[list[EvaluationOutcome]]], error: Callable[[], Exception]
+) -> None:
+    """Fail the calls still waiting on a replaced process, each with its own `error()`."""
+    for future in pending.values():
+        if not future.done():
+            future.set_exception(error())

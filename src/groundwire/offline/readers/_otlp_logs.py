@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
-from groundwire._otlp_any import proto_attributes, proto_value
+from groundwire._otlp_any import proto_attributes, proto_value, scoped_records
 from groundwire.assembly import LogRecordData
 from groundwire.offline.readers._common import span_id_hex, trace_id_hex
 from groundwire.offline.readers._otlp_values import any_value, attributes, get
@@ -183,24 +183,21 @@ def _optional_id(raw: bytes, size: int, what: str) -> str | None:
 def logs_from_message(message: Any) -> list[LogRecordData]:
     """The log records of one decoded `LogsData` / `ExportLogsServiceRequest`."""
     records: list[LogRecordData] = []
-    for group in message.resource_logs:
-        resource = MappingProxyType(proto_attributes(group.resource.attributes))
-        for scope_logs in group.scope_logs:
-            scope = scope_logs.scope.name or None
-            for record in scope_logs.log_records:
-                attrs = proto_attributes(record.attributes)
-                records.append(
-                    LogRecordData(
-                        event_name=_event_name(record.event_name, attrs),
-                        trace_id=_optional_id(record.trace_id, 16, "trace_id"),
-                        span_id=_optional_id(record.span_id, 8, "span_id"),
-                        time_ns=record.time_unix_nano or record.observed_time_unix_nano,
-                        severity_number=record.severity_number,
-                        severity_text=record.severity_text or None,
-                        attributes=MappingProxyType(attrs),
-                        body=_plain(proto_value(record.body)) if record.HasField("body") else None,
-                        resource=resource,
-                        instrumentation_scope=scope,
-                    )
-                )
+    groups = message.resource_logs
+    for resource, scope, record in scoped_records(groups, "scope_logs", "log_records"):
+        attrs = proto_attributes(record.attributes)
+        records.append(
+            LogRecordData(
+                event_name=_event_name(record.event_name, attrs),
+                trace_id=_optional_id(record.trace_id, 16, "trace_id"),
+                span_id=_optional_id(record.span_id, 8, "span_id"),
+                time_ns=record.time_unix_nano or record.observed_time_unix_nano,
+                severity_number=record.severity_number,
+                severity_text=record.severity_text or None,
+                attributes=MappingProxyType(attrs),
+                body=_plain(proto_value(record.body)) if record.HasField("body") else None,
+                resource=resource,
+                instrumentation_scope=scope,
+            )
+        )
     return records

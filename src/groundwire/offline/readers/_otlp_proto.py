@@ -19,7 +19,7 @@ from typing import Any, Final, Literal, NamedTuple
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-from groundwire._otlp_any import proto_attributes
+from groundwire._otlp_any import proto_attributes, scoped_records
 from groundwire.assembly import LogRecordData, SpanRecord
 from groundwire.offline.readers._common import Problems, SpanBatch
 from groundwire.offline.readers._frames import Cut, Gap, frames
@@ -36,28 +36,24 @@ _IS_REMOTE: Final = 0x200
 def spans_from_message(message: Any) -> list[SpanRecord]:
     """The spans of one decoded `TracesData` / `ExportTraceServiceRequest`."""
     records: list[SpanRecord] = []
-    for group in message.resource_spans:
-        resource = MappingProxyType(proto_attributes(group.resource.attributes))
-        for scope_spans in group.scope_spans:
-            scope = scope_spans.scope.name or None
-            for span in scope_spans.spans:
-                code = span.status.code
-                flags = span.flags
-                records.append(
-                    SpanRecord(
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        parent_span_id=span.parent_span_id.hex() or None,
-                        name=span.name,
-                        start_time_ns=span.start_time_unix_nano,
-                        end_time_ns=span.end_time_unix_nano or None,
-                        attributes=MappingProxyType(proto_attributes(span.attributes)),
-                        status_code=_STATUS[code] if 0 <= code < len(_STATUS) else "UNSET",
-                        resource=resource,
-                        parent_is_remote=bool(flags & _HAS_IS_REMOTE and flags & _IS_REMOTE),
-                        instrumentation_scope=scope,
-                    )
-                )
+    for resource, scope, span in scoped_records(message.resource_spans, "scope_spans", "spans"):
+        code = span.status.code
+        flags = span.flags
+        records.append(
+            SpanRecord(
+                trace_id=span.trace_id.hex(),
+                span_id=span.span_id.hex(),
+                parent_span_id=span.parent_span_id.hex() or None,
+                name=span.name,
+                start_time_ns=span.start_time_unix_nano,
+                end_time_ns=span.end_time_unix_nano or None,
+                attributes=MappingProxyType(proto_attributes(span.attributes)),
+                status_code=_STATUS[code] if 0 <= code < len(_STATUS) else "UNSET",
+                resource=resource,
+                parent_is_remote=bool(flags & _HAS_IS_REMOTE and flags & _IS_REMOTE),
+                instrumentation_scope=scope,
+            )
+        )
     return records
 
 
