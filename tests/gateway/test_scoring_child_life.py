@@ -18,34 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.gateway._traces import openinference_rag_trace, request
+from tests.gateway._child import protobuf_request, scoring_config
+from tests.gateway._traces import openinference_rag_trace
 
-from groundwire.gateway import GatewayConfig, load_config
+from groundwire.gateway import GatewayConfig
 from groundwire.gateway._metrics import GatewayMetrics
-from groundwire.gateway._signals import CONTENT_JSON, SIGNALS, decode
 from groundwire.gateway._worker import ScoringProcess
 
 _START_S = 3.0
 """How long the slow plugin's factory takes (longer than a quarter of the shutdown deadline)."""
-
-
-def _protobuf(trace: list[dict[str, Any]]) -> bytes:
-    """The protobuf encoding of an OTLP/JSON request of `trace` (what the intake hands over)."""
-    return bytes(decode(SIGNALS["traces"], request(trace), CONTENT_JSON).SerializeToString())
-
-
-def _config(**flags: Any) -> GatewayConfig:
-    """A gateway config scoring with quoted_spans, forwarding to a closed port."""
-    return load_config(
-        flags={
-            "forward": "http://127.0.0.1:9",
-            "evaluators": "quoted_spans",
-            "quiet_period_s": 0.2,
-            "metrics_interval_s": 60.0,
-            **flags,
-        },
-        environ={},
-    )
 
 
 def _until(check: Callable[[], object], what: str, timeout_s: float = 30.0) -> None:
@@ -84,11 +65,11 @@ def test_a_shutdown_while_the_child_starts_still_stops_it_cleanly(
     before the deadline."""
     monkeypatch.syspath_prepend(str(_slow_plugin(tmp_path / "plugin")))
     metrics = GatewayMetrics(None)
-    config = _config(
+    config = scoring_config(
         evaluators="slow_start", queue_dir=str(tmp_path / "q"), scoring_queue_requests=1
     )
     process = ScoringProcess(config, metrics)
-    assert process.feed(_protobuf(openinference_rag_trace()), 3) is True
+    assert process.feed(protobuf_request(openinference_rag_trace()), 3) is True
     started = time.monotonic()
     assert process.shutdown(4 * _START_S) is True
     assert time.monotonic() - started < 4 * _START_S - 0.5
@@ -105,7 +86,7 @@ def _gateway(config: GatewayConfig, log: str, pid_file: str) -> None:
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 2)
     process = ScoringProcess(config, GatewayMetrics(None))
-    process.feed(_protobuf(openinference_rag_trace()), 3)
+    process.feed(protobuf_request(openinference_rag_trace()), 3)
     deadline = time.monotonic() + 60.0
     while process.open_traces != 1 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -127,7 +108,7 @@ def _orphan(tmp_path: Path, **flags: Any) -> str:
     """Start a stand-in gateway with a scoring child holding one open trace, SIGKILL the
     gateway (joined), wait until the child has exited on its own; the child's log."""
     log, pid_file = tmp_path / "child.log", tmp_path / "child.pid"
-    config = _config(quiet_period_s=60.0, max_wait_s=120.0, shutdown_timeout_s=2.0, **flags)
+    config = scoring_config(quiet_period_s=60.0, max_wait_s=120.0, shutdown_timeout_s=2.0, **flags)
     gateway = multiprocessing.get_context("spawn").Process(
         target=_gateway, args=(config, str(log), str(pid_file))
     )
@@ -173,7 +154,7 @@ def test_a_child_whose_gateway_was_killed_without_a_queue_stops_on_its_own(
 def test_the_child_is_a_fresh_interpreter(tmp_path: Path) -> None:
     """The child is spawned, not forked: a clean interpreter started by multiprocessing's
     spawn entry point (no inherited threads or sockets of the gateway)."""
-    process = ScoringProcess(_config(queue_dir=str(tmp_path)), GatewayMetrics(None))
+    process = ScoringProcess(scoring_config(queue_dir=str(tmp_path)), GatewayMetrics(None))
     try:
         cmdline = Path(f"/proc/{process._process.pid}/cmdline").read_bytes()
         assert b"from multiprocessing.spawn import spawn_main" in cmdline

@@ -15,31 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.gateway._traces import openinference_rag_trace, request
+from tests.gateway._child import protobuf_request, scoring_config
+from tests.gateway._traces import openinference_rag_trace
 
-from groundwire.gateway import GatewayConfig, load_config
 from groundwire.gateway._metrics import GatewayMetrics
-from groundwire.gateway._signals import CONTENT_JSON, SIGNALS, decode
 from groundwire.gateway._worker import ScoringProcess
-
-
-def _protobuf(trace: list[dict[str, Any]]) -> bytes:
-    """The protobuf encoding of an OTLP/JSON request of `trace` (what the intake hands over)."""
-    return bytes(decode(SIGNALS["traces"], request(trace), CONTENT_JSON).SerializeToString())
-
-
-def _config(**flags: Any) -> GatewayConfig:
-    """A gateway config scoring with quoted_spans, forwarding to a closed port."""
-    return load_config(
-        flags={
-            "forward": "http://127.0.0.1:9",
-            "evaluators": "quoted_spans",
-            "quiet_period_s": 0.2,
-            "metrics_interval_s": 60.0,
-            **flags,
-        },
-        environ={},
-    )
 
 
 def _until(check: Callable[[], object], what: str, timeout_s: float = 30.0) -> None:
@@ -65,7 +45,7 @@ def test_fed_requests_are_scored_reported_with_results_and_counted(tmp_path: Pat
     metrics = GatewayMetrics(None)
     old, fresh = openinference_rag_trace(), openinference_rag_trace()
     process = ScoringProcess(
-        _config(queue_dir=str(tmp_path)),
+        scoring_config(queue_dir=str(tmp_path)),
         metrics,
         scored=[old[0]["traceId"]],
         on_scored=lambda *args: calls.append(args),
@@ -74,8 +54,8 @@ def test_fed_requests_are_scored_reported_with_results_and_counted(tmp_path: Pat
         assert process.alive
         _until(lambda: process.started, "the child reports")
         assert process.queued_requests == 0
-        assert process.feed(_protobuf(old), 3, (6,))
-        assert process.feed(_protobuf(fresh), 3, (5,))
+        assert process.feed(protobuf_request(old), 3, (6,))
+        assert process.feed(protobuf_request(fresh), 3, (5,))
         _until(lambda: sum(len(c[0]) for c in calls) == 2, "both requests reported done")
         assert sorted(seq for call in calls for seq in call[0]) == [5, 6]
         assert [i for call in calls for i in call[1]] == [fresh[0]["traceId"]]
@@ -87,7 +67,7 @@ def test_fed_requests_are_scored_reported_with_results_and_counted(tmp_path: Pat
         assert process.shutdown(10.0) is True
     assert not process.alive
     assert process.last["final"] is True
-    assert process.feed(_protobuf(fresh), 4) is False
+    assert process.feed(protobuf_request(fresh), 4) is False
     assert metrics.count("not_scored:shutdown") == 4
 
 
@@ -95,9 +75,11 @@ def test_a_full_inbox_counts_the_spans_as_not_scored_without_waiting(tmp_path: P
     """While the child starts, an inbox of one request is full after one: the next is
     refused at once and its spans counted as not scored (`scoring_queue_full`)."""
     metrics = GatewayMetrics(None)
-    process = ScoringProcess(_config(queue_dir=str(tmp_path), scoring_queue_requests=1), metrics)
+    process = ScoringProcess(
+        scoring_config(queue_dir=str(tmp_path), scoring_queue_requests=1), metrics
+    )
     try:
-        body = _protobuf(openinference_rag_trace())
+        body = protobuf_request(openinference_rag_trace())
         assert process.feed(body, 3) is True
         started = time.monotonic()
         assert process.feed(body, 5) is False
@@ -120,7 +102,7 @@ def test_a_stopped_child_is_logged_and_its_spans_counted_as_not_scored(
     cleanly."""
     caplog.set_level(logging.ERROR, logger="groundwire.gateway")
     metrics = GatewayMetrics(None)
-    process = ScoringProcess(_config(queue_dir=str(tmp_path)), metrics)
+    process = ScoringProcess(scoring_config(queue_dir=str(tmp_path)), metrics)
     _until(lambda: process.started, "the child reports")
     os.kill(_child_pid(), signal.SIGKILL)
     _until(lambda: not process.feed(b"", 2), "the parent notices")

@@ -6,7 +6,6 @@ process (the process-level tests are in test_queue_scoring.py and test_scoring.p
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import queue
@@ -15,16 +14,16 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
-from tests.gateway._traces import openinference_rag_trace, request
+from tests.gateway._child import as_the_child, protobuf_request
+from tests.gateway._traces import openinference_rag_trace
 
 from groundwire.gateway import GatewayConfig, load_config
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._results import ResultCapture
 from groundwire.gateway._scoring import ScoredReporter
-from groundwire.gateway._signals import CONTENT_JSON, SIGNALS, decode
 from groundwire.gateway._telemetry import build_providers
 from groundwire.gateway._worker import (
     _build_scorer,
@@ -33,11 +32,6 @@ from groundwire.gateway._worker import (
     check_evaluators,
     scoring_main,
 )
-
-
-def _protobuf(trace: list[dict[str, Any]]) -> bytes:
-    """The protobuf encoding of an OTLP/JSON request of `trace` (what the intake hands over)."""
-    return bytes(decode(SIGNALS["traces"], request(trace), CONTENT_JSON).SerializeToString())
 
 
 def _config(tmp_path: Path, **flags: Any) -> GatewayConfig:
@@ -124,7 +118,7 @@ def test_traces_scored_before_are_not_scored_again(tmp_path: Path, capture: Resu
     old = openinference_rag_trace()
     scorer = _build_scorer(config, metrics, providers, [old[0]["traceId"]])
     try:
-        scorer.add(_protobuf(old), 3, time.monotonic())
+        scorer.add(protobuf_request(old), 3, time.monotonic())
         assert metrics.count("late_spans") == 3 and scorer.open_traces == 0
     finally:
         scorer.shutdown(5.0)
@@ -138,7 +132,7 @@ def test_flushing_the_scorer_exports_its_result_spans_and_events(
     batches (here into the capture), before a report names their traces."""
     scorer, _ = built
     trace = openinference_rag_trace()
-    scorer.add(_protobuf(trace), 3, time.monotonic())
+    scorer.add(protobuf_request(trace), 3, time.monotonic())
     scorer.tick(time.monotonic() + 1.0)
     _until(lambda: scorer.stats().finished == 1, "the turn is scored")
     scorer.flush_results()
@@ -173,7 +167,7 @@ def test_the_counts_report_names_every_count(built: tuple[Any, GatewayMetrics]) 
     final one takes the scored traces (and says whether the runner drained)."""
     scorer, metrics = built
     trace = openinference_rag_trace()
-    scorer.add(_protobuf(trace), 3, time.monotonic(), (4,))
+    scorer.add(protobuf_request(trace), 3, time.monotonic(), (4,))
     metrics.late_spans(2)
     report = _stats(scorer, metrics)
     assert report == {
@@ -218,7 +212,7 @@ def test_the_loop_scores_reports_and_stops_at_the_parents_word(
     )
     trace = openinference_rag_trace()
     inbox.put(("not", "a request"))
-    inbox.put((_protobuf(trace), 3, time.monotonic(), (6,)))
+    inbox.put((protobuf_request(trace), 3, time.monotonic(), (6,)))
     loop.start()
     try:
         _until(lambda: offered, "the scored trace is reported")
@@ -237,31 +231,6 @@ def test_the_loop_scores_reports_and_stops_at_the_parents_word(
     ]
 
 
-@contextlib.contextmanager
-def _as_the_child() -> Iterator[None]:
-    """Run the child's main in this process: its signal dispositions and priority are put
-    back afterwards (raising a priority back needs root, so the test is skipped without), and
-    an `os._exit` (the orphan's way out) raises instead of ending this process with code 0,
-    which would pass for success."""
-    if os.geteuid() != 0:
-        pytest.skip("the child lowers its priority; only root can raise this process's back")
-    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    nice = os.nice(0)
-    exit_ = os._exit
-
-    def tripwire(status: int) -> NoReturn:
-        raise AssertionError(f"the child's main called os._exit({status}) in the test process")
-
-    os._exit = tripwire
-    try:
-        yield
-    finally:
-        os._exit = exit_
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-        os.nice(nice - os.nice(0))
-
-
 def test_the_child_scores_reports_with_the_results_and_ends_with_its_final_counts(
     tmp_path: Path,
 ) -> None:
@@ -273,10 +242,10 @@ def test_the_child_scores_reports_with_the_results_and_ends_with_its_final_count
     inbox: queue.Queue[Any] = queue.Queue()
     outbox: queue.Queue[Any] = queue.Queue()
     trace, old = openinference_rag_trace(), openinference_rag_trace()
-    inbox.put((_protobuf(old), 3, time.monotonic(), (7,)))
-    inbox.put((_protobuf(trace), 3, time.monotonic(), (6,)))
+    inbox.put((protobuf_request(old), 3, time.monotonic(), (7,)))
+    inbox.put((protobuf_request(trace), 3, time.monotonic(), (6,)))
     inbox.put(("stop", 3.0))
-    with _as_the_child():
+    with as_the_child():
         before = os.nice(0)
         scoring_main(config, inbox, outbox, logging.INFO, frozenset({old[0]["traceId"]}))
         assert os.nice(0) == min(19, before + 10)
