@@ -106,9 +106,11 @@ def _empty_e(args: list[str]) -> list[str]:
     return [*args[: index + 1], "", *[arg for arg in args[index + 1 :] if arg != ""]]
 
 
-def test_an_internal_error_is_one_line_never_aborted(folder: Path) -> None:
+def test_an_internal_error_is_one_line_never_aborted(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An EOFError escaping (Click would print a bare "Aborted!") is one line and exit 1."""
-    from groundwire._registry import register_evaluator
+    from groundwire import _registry
 
     class Broken:
         @property
@@ -118,7 +120,7 @@ def test_an_internal_error_is_one_line_never_aborted(folder: Path) -> None:
         def evaluate(self, turn: object) -> None:
             """Never called."""
 
-    register_evaluator("broken_name", Broken, replace=True)
+    monkeypatch.setitem(_registry._registered, "broken_name", Broken)  # put back after
     result = CliRunner().invoke(
         app,
         ["rescore", str(folder / "t.jsonl"), "-e", "broken_name", "-o", str(folder / "x.jsonl")],
