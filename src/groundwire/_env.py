@@ -13,6 +13,8 @@ import json
 import os
 from typing import Any
 
+from groundwire._values import FALSE, TRUE
+
 __all__ = [
     "FALSE",
     "TRUE",
@@ -25,11 +27,6 @@ __all__ = [
     "env_rates",
     "env_str",
 ]
-
-TRUE = frozenset({"1", "true", "yes", "on"})
-"""Spellings of an enabled flag (case-insensitive)."""
-FALSE = frozenset({"0", "false", "no", "off"})
-"""Spellings of a disabled flag (case-insensitive)."""
 
 
 def env_str(name: str) -> str | None:

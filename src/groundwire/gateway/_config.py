@@ -10,7 +10,6 @@ echoed back in an error or a log line.
 from __future__ import annotations
 
 import ipaddress
-import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -19,6 +18,18 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from groundwire import semconv
+from groundwire._values import (
+    as_bool,
+    as_float,
+    as_headers,
+    as_int,
+    as_list,
+    as_opt_int,
+    as_opt_str,
+    as_options,
+    as_rates,
+    as_str,
+)
 
 __all__ = ["ENV_PREFIX", "ConfigError", "GatewayConfig", "load_config", "parse_hostport"]
 
@@ -60,105 +71,17 @@ def _is_ipv6(host: str) -> bool:
     return True
 
 
-def _as_str(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError("expected a non-empty string")
-    return value.strip()
-
-
-def _as_opt_str(value: Any) -> str | None:
-    return None if value is None or value == "" else _as_str(value)
-
-
-def _as_int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError("expected a whole number")
-    if isinstance(value, str):
-        value = value.strip()
-        if not value.removeprefix("-").isdecimal():
-            raise ValueError("expected a whole number")
-        return int(value)
-    if not isinstance(value, int):
-        raise ValueError("expected a whole number")
-    return value
-
-
-def _as_float(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError("expected a number")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError("expected a number") from None
-    if not math.isfinite(number):
-        raise ValueError("expected a finite number")
-    return number
-
-
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in {"1", "true", "yes", "on"}:
-        return True
-    if isinstance(value, str) and value.strip().lower() in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError("expected true or false")
-
-
-def _as_list(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return tuple(part.strip() for part in value.split(",") if part.strip())
-    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
-        return tuple(item.strip() for item in value if item.strip())
-    raise ValueError("expected a list of names (or a comma-separated string)")
-
-
-def _as_mapping(value: Any, convert: Callable[[Any], Any]) -> dict[str, Any]:
-    if isinstance(value, str):
-        pairs: dict[str, Any] = {}
-        for part in filter(None, (p.strip() for p in value.split(","))):
-            key, sep, item = part.partition("=")
-            if not sep or not key.strip():
-                raise ValueError("expected key=value pairs separated by commas")
-            pairs[key.strip()] = convert(item.strip())
-        return pairs
-    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
-        return {k: convert(v) for k, v in value.items()}
-    raise ValueError("expected a mapping (or key=value,... in a variable)")
-
-
-def _as_headers(value: Any) -> dict[str, str]:
-    return _as_mapping(value, lambda item: str(item))
-
-
-def _as_rates(value: Any) -> dict[str, float]:
-    return _as_mapping(value, _as_float)
-
-
-def _as_options(value: Any) -> dict[str, dict[str, Any]]:
-    if isinstance(value, str):
-        import json
-
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise ValueError("expected a JSON object (in a variable)") from None
-    if isinstance(value, Mapping) and all(isinstance(v, Mapping) for v in value.values()):
-        return {str(k): dict(v) for k, v in value.items()}
-    raise ValueError("expected a mapping of evaluator name -> keyword arguments")
-
-
 _PARSERS: Final[dict[str, Callable[[Any], Any]]] = {
-    "str": _as_str,
-    "opt_str": _as_opt_str,
-    "int": _as_int,
-    "float": _as_float,
-    "bool": _as_bool,
-    "list": _as_list,
-    "headers": _as_headers,
-    "rates": _as_rates,
-    "options": _as_options,
-    "opt_int": lambda value: None if value is None or value == "" else _as_int(value),
+    "str": as_str,
+    "opt_str": as_opt_str,
+    "int": as_int,
+    "float": as_float,
+    "bool": as_bool,
+    "list": as_list,
+    "headers": as_headers,
+    "rates": as_rates,
+    "options": as_options,
+    "opt_int": as_opt_int,
 }
 
 
