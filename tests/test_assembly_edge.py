@@ -4,44 +4,31 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from groundwire import Context, RagTurn
 from groundwire.assembly import SpanRecord, turns_from_spans
 from groundwire.capture import LiveContent, LiveContentStore
+from tests._clocked import ClockedSpans
 
 KIND = "openinference.span.kind"
 
 
-class Recorder:
+class Recorder(ClockedSpans):
     """Real SDK spans with a controlled clock, so start/end order is exact."""
 
     def __init__(self, service: str = "svc") -> None:
         self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider(resource=Resource.create({"service.name": service}))
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.tracer = self.provider.get_tracer("tests.hand_built")
-        self.clock = 1_000_000
-
-    @contextmanager
-    def span(self, name: str, **attributes: Any) -> Iterator[Span]:
-        """A span that starts now and ends when the block exits (each step is 10 ns)."""
-        self.clock += 10
-        with self.tracer.start_as_current_span(
-            name, start_time=self.clock, attributes=attributes, end_on_exit=False
-        ) as span:
-            yield span  # type: ignore[misc]
-        self.clock += 10
-        span.end(end_time=self.clock)
+        provider = TracerProvider(resource=Resource.create({"service.name": service}))
+        provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        super().__init__(provider, "tests.hand_built", 1_000_000)
 
     def retriever(self, query: str, docs: list[str], **attributes: Any) -> None:
         """A RETRIEVER span with OpenInference documents."""

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -16,6 +14,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from groundwire import RagTurn
 from groundwire.assembly import SpanRecord, TurnAssembler, turns_from_spans
 from groundwire.capture import LiveContent, LiveContentStore
+from tests._clocked import ClockedSpans
 
 KIND = "openinference.span.kind"
 
@@ -44,7 +43,7 @@ class AssemblingProcessor(SpanProcessor):
         self.completed.extend(self.assembler.add(SpanRecord.from_readable(span)))
 
 
-class App:
+class App(ClockedSpans):
     """A traced app with a controlled clock, whose spans go through the assembling processor."""
 
     def __init__(self, assembler: TurnAssembler | None = None, **kwargs: Any) -> None:
@@ -52,20 +51,7 @@ class App:
         self.processor = AssemblingProcessor(self.assembler, **kwargs)
         provider = TracerProvider()
         provider.add_span_processor(self.processor)
-        self.provider = provider
-        self.tracer = provider.get_tracer("tests.app")
-        self.clock = 1_000
-
-    @contextmanager
-    def span(self, name: str, **attributes: Any) -> Iterator[Span]:
-        """A span from now until the block exits (attributes set in the block land before end)."""
-        self.clock += 10
-        with self.tracer.start_as_current_span(
-            name, start_time=self.clock, attributes=attributes, end_on_exit=False
-        ) as span:
-            yield span  # type: ignore[misc]
-        self.clock += 10
-        span.end(end_time=self.clock)
+        super().__init__(provider, "tests.app", 1_000)
 
     def rag(self, query: str, answer: str, doc: str = "d") -> None:
         """A chain whose output is set just before it ends, as instrumentors do."""
