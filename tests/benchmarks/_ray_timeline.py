@@ -16,6 +16,7 @@ filed under `IDLE` (counted with scoring: scoring tasks are most of the tasks).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from typing import Any
@@ -134,6 +135,7 @@ def phases(run: dict[str, Any], timeline: list[dict[str, Any]], cpu: ProcessCpu)
     for moment, step in points:
         two += (moment - last) if running >= 2 else 0.0
         running, last = running + step, moment
+    slots = _worker_slots(tasks, score[0] + start)
     by_kind: dict[str, float] = {}
     end = run["start_mono"] + wall
     for moment, _, kind, seconds in cpu.samples:
@@ -149,9 +151,31 @@ def phases(run: dict[str, Any], timeline: list[dict[str, Any]], cpu: ProcessCpu)
         "assembling_while_scoring_s": max(0.0, assemble[1] - score[0]),
         "scoring_s": score[1] - score[0],
         "two_scoring_tasks_s": two,
+        "assembling_on_scoring_workers_s": slots["assembling"],
+        "scoring_workers_idle_s": slots["idle"],
         "tail_s": wall - score[1],
         "cpu_s": by_kind,
     }
+
+
+def _worker_slots(tasks: list[dict[str, Any]], first: float) -> dict[str, float]:
+    """From the first scoring task's start (`first`, Unix seconds) to each Ray worker's last
+    task: the seconds its assemble tasks took (in a CPU slot scoring could have used) and the
+    seconds it waited between tasks (the driver's round trip from a task's end to the next
+    task's submission, or no assembled range to score), summed over the workers. With one
+    scoring worker its tasks still move between the nodes' Ray workers, each idle while the
+    other runs: the sum says where time goes for two workers, not for one."""
+    assembling = idle = 0.0
+    for worker in {e.get("tid") for e in tasks}:
+        mine = sorted(
+            (e for e in tasks if e.get("tid") == worker and e["ts"] >= first * 1e6),
+            key=lambda e: e["ts"],
+        )
+        if not any("score_batches" in e["cat"] + e["name"] for e in mine):
+            continue
+        assembling += sum(e["dur"] for e in mine if "assemble_" in e["cat"] + e["name"]) / 1e6
+        idle += sum(b["ts"] - a["ts"] - a["dur"] for a, b in itertools.pairwise(mine)) / 1e6
+    return {"assembling": assembling, "idle": idle}
 
 
 def bound(one: dict[str, Any], two: dict[str, Any], cores: int = 2) -> dict[str, float]:
@@ -197,6 +221,8 @@ _PHASES = (
     ("assembling_while_scoring_s", "... of which while scoring ran"),
     ("scoring_s", "score and write the parts (`score_batches` tasks)"),
     ("two_scoring_tasks_s", "... of which two scoring tasks ran at once"),
+    ("assembling_on_scoring_workers_s", "... assembling on the scoring workers (sum)"),
+    ("scoring_workers_idle_s", "... scoring workers idle between tasks (sum)"),
     ("tail_s", "driver's tail (the last task's end to the summary)"),
     ("wall_s", "**the run**"),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -85,3 +86,39 @@ def test_spans_exported_twice_across_files_give_one_turn_on_both_engines(
         assert run.turns_scored == 4
         assert run.counts.duplicate_spans == len(spans)
     assert (tmp_path / "ray.jsonl").read_text() == (tmp_path / "local.jsonl").read_text()
+
+
+def _most_at_once(events: list[dict[str, object]]) -> int:
+    """The most of `events` (Ray timeline spans) that ran at the same moment."""
+    points = sorted(
+        [(float(e["ts"]), 1) for e in events]  # type: ignore[arg-type]
+        + [(float(e["ts"]) + float(e["dur"]), -1) for e in events]  # type: ignore[arg-type]
+    )
+    most = running = 0
+    for _, step in points:
+        running += step
+        most = max(most, running)
+    return most
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_workers_caps_the_scoring_tasks_running_at_once(local_ray: None, tmp_path: Path) -> None:
+    """`workers=1` on a Ray with 2 CPUs: one scoring task at a time (the driver keeps spare
+    tasks submitted only when the CPUs cap the workers: `workers=2` here); the same rows."""
+    traces = write_groundwire_jsonl(record_turns(40), tmp_path / "t.jsonl", batch=3)
+    most = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}.jsonl"
+        started = time.time() * 1e6
+        rescore([traces], ["quoted_spans"], out, engine="ray", workers=workers, chunk_size=1)
+        events = [
+            event
+            for event in ray.timeline()
+            if event.get("ph") == "X"
+            and "score_batches" in str(event.get("cat", ""))
+            and event["ts"] >= started
+        ]
+        assert len(events) == 10, "40 traces in slices of 4"
+        most[workers] = _most_at_once(events)
+    assert most[1] == 1 and most[2] <= 2
+    assert (tmp_path / "w1.jsonl").read_text() == (tmp_path / "w2.jsonl").read_text()

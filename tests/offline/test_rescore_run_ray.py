@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from groundwire.offline import StopFlag, rescore
-from groundwire.offline.ray_engine import RayEngineError
+from groundwire.offline.readers import BadRecordError, FormatMismatchError
 from tests.offline._ray_local import local_ray
 from tests.offline._traces import record_turns, write_groundwire_jsonl
 
@@ -65,22 +65,20 @@ def test_ray_gives_the_local_engines_results(traces: Path) -> None:
 
 
 def test_ray_reads_the_format_it_is_told(traces: Path) -> None:
-    """`fmt` reaches Ray's readers: OTLP lines read as Jaeger JSON give no turn."""
-    notices: list[str] = []
-    summary = rescore(
-        traces, ["quoted_spans"], None, engine="ray", fmt="jaeger", on_problem=notices.append
-    )
-    assert summary.turns_scored == 0 and summary.read.spans == 0
+    """`fmt` reaches Ray's readers: OTLP lines read as Jaeger JSON end the run with the local
+    engine's FormatMismatchError, naming both formats."""
+    with pytest.raises(FormatMismatchError, match=r"is OTLP/JSON \(otlp-json\), not Jaeger"):
+        rescore(traces, ["quoted_spans"], None, engine="ray", fmt="jaeger")
 
 
 def test_ray_stops_on_a_bad_record_when_strict(traces: Path, tmp_path: Path) -> None:
-    """`strict` reaches Ray's readers: a broken line ends the run, naming the line (Ray 2.60
-    cannot rebuild `BadRecordError` on the driver, so it arrives as `RayEngineError`)."""
+    """`strict` reaches Ray's readers: a broken line ends the run with the local engine's
+    `BadRecordError`, naming the line (carried out of the read task, `_ray_reads`)."""
     damaged = tmp_path / "damaged.jsonl"
     damaged.write_text(traces.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
     lenient = rescore(damaged, ["quoted_spans"], None, engine="ray", on_problem=lambda _t: None)
     assert lenient.read.bad_records == 1 and lenient.turns_scored == TURNS
-    with pytest.raises(RayEngineError, match=r"damaged\.jsonl:5"):
+    with pytest.raises(BadRecordError, match=r"damaged\.jsonl:5"):
         rescore(damaged, ["quoted_spans"], None, engine="ray", strict=True)
 
 

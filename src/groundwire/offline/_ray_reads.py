@@ -37,9 +37,23 @@ from typing import Any, Final
 
 from groundwire.offline._grouping import encode_fragment, fragments, order_key, partition_count
 from groundwire.offline._inputs import input_size
-from groundwire.offline.readers import BadRecordError, Problems, ReadStats, TraceFormat, read_file
+from groundwire.offline.readers import (
+    BadRecordError,
+    FormatMismatchError,
+    Problems,
+    ReadStats,
+    TraceFormat,
+    read_file,
+)
 
-__all__ = ["READ_COUNTERS", "ReadRanges", "key_range", "range_count", "read_ranges"]
+__all__ = [
+    "READ_COUNTERS",
+    "ReadRanges",
+    "key_range",
+    "raise_carried",
+    "range_count",
+    "read_ranges",
+]
 
 READ_COUNTERS: Final = (
     "files",
@@ -92,11 +106,29 @@ def read_ranges(
     i: a list of (order key, pickled spans) of range i, in read order), then the file's read
     counters (a JSON string).
 
-    A damaged record is reported (by file and line) as by the local engine; with `strict` it
-    raises `BadRecordError` and the run fails.
+    A damaged record is reported (by file and line) as by the local engine. The errors that end
+    a local run end this read too, and travel as its last object instead of the counters (a
+    JSON string `{"failed": ...}`, see `raise_carried`): `BadRecordError` with `strict`, and
+    `FormatMismatchError` (a `fmt` the file's records contradict). Raised in the task, they
+    would reach the driver as Ray's `RayTaskError`, or not at all (neither exception can be
+    unpickled: their constructors do not take their message), so the user would lose the line
+    and the exit status the local engine gives.
     """
     stats = ReadStats()
     problems = Problems(strict=strict, stats=stats)
+    try:
+        yield from _pieces(path, fmt, problems, ranges, flush_bytes)
+    except (BadRecordError, FormatMismatchError) as error:
+        yield json.dumps({"failed": _carried(error)})
+        return
+    yield json.dumps({name: getattr(stats, name) for name in READ_COUNTERS})
+
+
+def _pieces(
+    path: str, fmt: TraceFormat | None, problems: Problems, ranges: int, flush_bytes: int
+) -> Iterator[list[tuple[str, bytes]]]:
+    """`read_ranges`' fragments of one file, `ranges` lists per flush; an unreadable file is
+    reported as a bad record (raising `BadRecordError` with `strict`), as by `read_spans`."""
     pieces: list[list[tuple[str, bytes]]] = [[] for _ in range(ranges)]
     held = 0
     try:
@@ -107,18 +139,39 @@ def read_ranges(
                 pieces[key_range(key, ranges)].append((key, data))
                 held += len(data)
             if held >= flush_bytes:
-                for piece in pieces:  # not `yield from`: Ray sends into the generator
+                for piece in pieces:
                     yield piece
                 pieces, held = [[] for _ in range(ranges)], 0
     except OSError as error:
         problems.report(str(path), f"cannot read the file: {error.strerror or error}")
     except ValueError as error:
-        if isinstance(error, BadRecordError):
+        if isinstance(error, BadRecordError | FormatMismatchError):
             raise
         problems.report(str(path), str(error))
     for piece in pieces:
         yield piece
-    yield json.dumps({name: getattr(stats, name) for name in READ_COUNTERS})
+
+
+def _carried(error: BadRecordError | FormatMismatchError) -> dict[str, str]:
+    """What `raise_carried` needs to raise `error` again in the driver: its kind and fields."""
+    if isinstance(error, FormatMismatchError):
+        return {
+            "kind": "format",
+            "path": os.fspath(error.path),
+            "requested": error.requested,
+            "detected": error.detected,
+        }
+    return {"kind": "bad_record", "where": error.where, "message": error.message}
+
+
+def raise_carried(last: dict[str, Any]) -> None:
+    """Raise the error a read task carried out as its last object (`read_ranges`), if any."""
+    failed = last.get("failed")
+    if failed is None:
+        return
+    if failed["kind"] == "format":
+        raise FormatMismatchError(Path(failed["path"]), failed["requested"], failed["detected"])
+    raise BadRecordError(failed["where"], failed["message"])
 
 
 class ReadRanges:
@@ -139,13 +192,17 @@ class ReadRanges:
     def counters(self) -> Iterator[dict[str, int]]:
         """Wait for every read to end; yield each file's read counters, in the files' order.
 
-        A read that failed (`BadRecordError` with `strict`, a lost node) raises here.
+        A read that failed raises here, the first in the files' order (as the local engine
+        reads them): its own error (`BadRecordError` with `strict`, `FormatMismatchError`, see
+        `read_ranges`), or Ray's (a lost node).
         """
         refs = [list(generator) for generator in self._generators]
         self._generators = []
         for found in refs:
             self._pieces.append(found[:-1])
-            yield json.loads(self._ray.get(found[-1]))
+            last = json.loads(self._ray.get(found[-1]))
+            raise_carried(last)
+            yield last
 
     def take(self) -> Iterator[list[Any]]:
         """After `counters`: each range's pieces (object refs: file by file, flush by flush),

@@ -36,7 +36,10 @@ of the trace id, then the id): the local engine's order for several files, whate
 the spans into files and the order of the files.
 
 Ray connects to `address` when given, else to `RAY_ADDRESS` when set, else starts a local
-instance (what CI uses). Install with `pip install 'groundwire[ray]'`.
+instance (what CI uses); an address where nothing answers raises `RayAddressError` within
+seconds. A read's `BadRecordError` (with `strict`) and `FormatMismatchError` reach the caller as
+they are, as on the local engine (`_ray_reads.read_ranges`).
+Install with `pip install 'groundwire[ray]'`.
 """
 
 from __future__ import annotations
@@ -45,10 +48,11 @@ import contextlib
 import importlib.util
 import json
 import os
+import socket
 import uuid
 from collections.abc import Collection, Generator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from groundwire.offline._ray_lines import EncodedOutput, LinesPlace
 from groundwire.offline._ray_parts import PartsOutput, PartsPlace, add_part_tallies
@@ -61,11 +65,16 @@ from groundwire.offline._summary import RescoreSummary
 from groundwire.offline.expected import ExpectedAnswers
 from groundwire.offline.readers import BadRecordError, TraceFormat
 
-__all__ = ["RayEngineError", "score_with_ray"]
+__all__ = ["RayAddressError", "RayEngineError", "score_with_ray"]
 
 
 class RayEngineError(RuntimeError):
     """The Ray job failed (a node lost for good, tasks out of retries): what was written stays."""
+
+
+class RayAddressError(ValueError):
+    """The Ray cluster to use cannot be reached: nothing was read or scored. A ValueError, as a
+    bad argument is (the `rescore` command exits 2 with this one line)."""
 
 
 def _ray() -> Any:
@@ -83,12 +92,53 @@ def _ray() -> Any:
 
 
 def _init(ray: Any, address: str | None) -> bool:
-    """Connect (or start local Ray); True when this call started it and must shut it down."""
+    """Connect (or start local Ray); True when this call started it and must shut it down.
+
+    A cluster that cannot be reached ends the run with `RayAddressError` (one line naming the
+    address) within `_REACH_S`: `ray.init` itself retries an address where nothing answers for
+    minutes, then exits the process from inside Ray (SystemExit(15), 2 minutes measured).
+    """
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS") or None
-    ray.init(address=address, include_dashboard=False, logging_level="WARNING")
+    if address is not None:
+        _check_reachable(address)
+    try:
+        ray.init(address=address, include_dashboard=False, logging_level="WARNING")
+    except ConnectionError as error:  # e.g. "auto" and no cluster started on this machine
+        where = address or "a new local Ray"
+        raise RayAddressError(f"cannot connect to the Ray cluster at {where}: {error}") from None
+    except SystemExit as error:  # Ray gave up on an address that answered (not Ray's, or down)
+        raise RayAddressError(
+            f"cannot connect to the Ray cluster at {address}: Ray gave up (exit {error.code})"
+        ) from None
     return True
+
+
+_REACH_S: Final = 10.0
+"""How long the check of a cluster's address waits for its port to answer."""
+
+
+def _check_reachable(address: str) -> None:
+    """Raise `RayAddressError` when nothing answers at `address`'s host and port (a TCP
+    connection, at most `_REACH_S`); addresses without one (`auto`, `local`) are left to Ray.
+    Ray's own connect timeouts (`RAY_gcs_rpc_server_connect_timeout_s` and the others) are not
+    changed: they also rule how long a run waits for a head node that restarts mid-job."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not port.isdigit():
+        return
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        with socket.create_connection((host, int(port)), timeout=_REACH_S):
+            pass
+    except OSError as error:
+        timed_out = isinstance(error, TimeoutError)
+        reason = f"no answer in {_REACH_S:.0f} s" if timed_out else error.strerror or error
+        raise RayAddressError(
+            f"cannot reach the Ray cluster at {address} ({reason}): "
+            "start it (`ray start --head`) or give its address with --ray-address or "
+            "RAY_ADDRESS (ray_address= in Python)"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
