@@ -22,11 +22,12 @@ from typing import Any
 import aiohttp
 import pytest
 from tests.gateway._scripted import http_downstream, make_certificates, traces_request
+from tests.gateway._traces import openinference_rag_trace, request
 
 from groundwire.gateway import Gateway, ShutdownReport, load_config
 from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._server import check_listen
-from groundwire.gateway._signals import CONTENT_PROTOBUF
+from groundwire.gateway._signals import CONTENT_JSON, CONTENT_PROTOBUF
 
 
 def _config(forward: str, **flags: Any) -> Any:
@@ -110,12 +111,14 @@ def test_the_summary_line_is_logged_every_interval_until_the_stop(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Every summary_interval_s the gateway logs `running: forwarded ...; scored N turns;
-    dropped ...` from a task named `gateway-summary`, which the stop ends."""
+    dropped ...` from a task named `gateway-summary`; the stop ends it and closes both
+    receivers (their ports refuse connections once `run` has returned)."""
     tasks: list[asyncio.Task[Any]] = []
 
     async def scenario() -> None:
         async with http_downstream() as downstream:
-            gateway = Gateway(_config(downstream.url, summary_interval_s=0.05))
+            config = _config(downstream.url, summary_interval_s=0.05, grpc_listen="127.0.0.1:0")
+            gateway = Gateway(config)
             task = asyncio.create_task(gateway.run())
             await _until(gateway.ready)
             tasks.extend(t for t in asyncio.all_tasks() if t.get_name() == "gateway-summary")
@@ -124,6 +127,10 @@ def test_the_summary_line_is_logged_every_interval_until_the_stop(
             gateway.stop()
             assert await asyncio.wait_for(task, 30) == ShutdownReport(0, True)
             assert tasks[0].done()
+            for port in (gateway.http_port, gateway.grpc_port):
+                assert port is not None
+                with pytest.raises(ConnectionRefusedError):
+                    socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
     with caplog.at_level(logging.INFO, logger="groundwire.gateway"):
         asyncio.run(scenario())
@@ -294,3 +301,45 @@ def test_the_receiver_listens_where_it_is_told_with_a_deep_backlog(
         asyncio.run(scenario())
     access = [r.getMessage() for r in caplog.records if r.name.startswith("aiohttp.access")]
     assert [line for line in access if "/readyz" in line] == []  # the downstream's may log
+
+
+def test_scoring_cut_by_the_deadline_is_reported_and_done_by_the_next_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Scoring on, with a persistent queue: a stop whose deadline leaves no time to score the
+    open trace reports scoring not drained (`scoring cut by the deadline`); the trace stays
+    in the queue unscored, and the next gateway on that directory hands it to its scoring
+    child, which scores it."""
+    trace = openinference_rag_trace()
+    reports: list[ShutdownReport] = []
+
+    def scoring(forward: str, **flags: Any) -> Any:
+        return _config(forward, evaluators="quoted_spans", metrics_interval_s=60.0,
+                       queue_dir=str(tmp_path), queue_fsync=False, **flags)  # fmt: skip
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            first = Gateway(scoring(downstream.url, quiet_period_s=60, shutdown_timeout_s=0.1))
+            task = asyncio.create_task(first.run())
+            await _until(lambda: first.ready() or task.done(), 30)
+            async with aiohttp.ClientSession() as session:
+                url = f"http://127.0.0.1:{first.http_port}/v1/traces"
+                headers = {"Content-Type": CONTENT_JSON}
+                async with session.post(url, data=request(trace), headers=headers) as response:
+                    assert response.status == 200
+            await _until(lambda: first.scorer is not None and first.scorer.open_traces == 1, 30)
+            first.stop()
+            reports.append(await asyncio.wait_for(task, 30))
+            again = Gateway(scoring(downstream.url, quiet_period_s=0.2, shutdown_timeout_s=10))
+            task = asyncio.create_task(again.run())
+            await _until(lambda: again.metrics.count("scored_turns") == 1 or task.done(), 20)
+            again.stop()
+            reports.append(await asyncio.wait_for(task, 30))
+            assert again.metrics.count("scored_turns") == 1
+
+    with caplog.at_level(logging.INFO, logger="groundwire.gateway"):
+        asyncio.run(scenario())
+    assert reports == [ShutdownReport(0, False), ShutdownReport(0, True)]
+    stopped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stopped: ")]
+    assert stopped[0].endswith("; 0 items left unforwarded; scoring cut by the deadline")
+    assert stopped[1].endswith("; nothing left behind")
