@@ -370,3 +370,33 @@ def test_a_downstream_that_never_answers_does_not_hold_the_stop_past_its_deadlin
         asyncio.run(scenario())
     assert reports == [ShutdownReport(0, True)]
     assert took[0] < 1.25, took
+
+
+def test_a_request_still_uploading_at_the_stop_is_cut_after_two_seconds() -> None:
+    """A client that sent half a request body when the stop comes is given about two seconds
+    to finish (aiohttp's runner shutdown_timeout), then cut: the stop does not wait for it
+    for ever (or aiohttp's default minute)."""
+    reports: list[ShutdownReport] = []
+    took: list[float] = []
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            gateway = Gateway(_config(downstream.url, shutdown_timeout_s=10))
+            task = asyncio.create_task(gateway.run())
+            await _until(gateway.ready)
+            _, writer = await asyncio.open_connection("127.0.0.1", gateway.http_port)
+            writer.write(
+                b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/x-protobuf\r\nContent-Length: 1000\r\n\r\n" + b"\0" * 10
+            )
+            await writer.drain()
+            await asyncio.sleep(0.2)  # the handler is reading the body
+            stopping = time.monotonic()
+            gateway.stop()
+            reports.append(await asyncio.wait_for(task, 15))
+            took.append(time.monotonic() - stopping)
+            writer.close()
+
+    asyncio.run(scenario())
+    assert reports == [ShutdownReport(0, True)]
+    assert 1.5 < took[0] < 10, took
