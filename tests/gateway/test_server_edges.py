@@ -400,3 +400,33 @@ def test_a_request_still_uploading_at_the_stop_is_cut_after_two_seconds() -> Non
     asyncio.run(scenario())
     assert reports == [ShutdownReport(0, True)]
     assert 1.5 < took[0] < 10, took
+
+
+def test_a_request_refused_for_a_full_buffer_is_counted_in_the_health() -> None:
+    """The receivers' refusals are counted on the gateway's own metrics: with the downstream
+    refusing and the forward buffer full, the next request is answered 503 and `/healthz`
+    counts it as `refused:traces:buffer_full`."""
+
+    async def scenario() -> None:
+        async with http_downstream() as downstream:
+            downstream.script = [(503, {"Retry-After": "30"}, b"")] * 5
+            body = traces_request("full")
+            config = _config(downstream.url, buffer_max_bytes=len(body),
+                             max_request_bytes=len(body), shutdown_timeout_s=0.3)  # fmt: skip
+            gateway = Gateway(config)
+            task = asyncio.create_task(gateway.run())
+            await _until(gateway.ready)
+            url = f"http://127.0.0.1:{gateway.http_port}"
+            headers = {"Content-Type": CONTENT_PROTOBUF}
+            async with aiohttp.ClientSession() as session:
+                async with session.post(url + "/v1/traces", data=body, headers=headers) as first:
+                    assert first.status == 200
+                async with session.post(url + "/v1/traces", data=body, headers=headers) as second:
+                    assert second.status == 503
+                async with session.get(url + "/healthz") as response:
+                    health = await response.json()
+            assert health["counts"]["refused:traces:buffer_full"] == 1
+            gateway.stop()
+            assert await asyncio.wait_for(task, 30) == ShutdownReport(1, True)
+
+    asyncio.run(scenario())
