@@ -74,7 +74,6 @@ class Forwarder:
         self._wake: asyncio.Event | None = None
         self._idle: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._sending: set[Batch] = set()
         self._stopping = False
         self._store = store
         self.kept = 0
@@ -187,7 +186,6 @@ class Forwarder:
         while True:
             batch = await self._next()
             self._in_flight += 1
-            self._sending.add(batch)
             self._idle.clear()
             try:
                 await self._attempt(batch)
@@ -198,7 +196,6 @@ class Forwarder:
                 logger.exception("forwarding failed unexpectedly; the request is retried")
                 self._queue.appendleft(batch)
             finally:
-                self._sending.discard(batch)
                 self._in_flight -= 1
                 if not self._queue and not self._in_flight:
                     self._idle.set()
