@@ -1,8 +1,9 @@
 """`Gateway.run`'s stop in-process, the deadline paths: scoring cut by the deadline (reported,
 and done by the next gateway on the same persistent queue), a downstream that never answers
 (the stop keeps to its deadline), and a request still uploading when the stop comes (cut after
-aiohttp's two seconds). Real parts only: `run()` on this test's event loop, a real scoring
-child, real sockets and a scripted real OTLP/HTTP downstream on 127.0.0.1."""
+aiohttp's two seconds, or a quarter of a shorter deadline). Real parts only: `run()` on this
+test's event loop, a real scoring child, real sockets and a scripted real OTLP/HTTP downstream
+on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -112,16 +113,14 @@ def test_a_downstream_that_never_answers_does_not_hold_the_stop_past_its_deadlin
     assert took[0] < 1.25, took
 
 
-def test_a_request_still_uploading_at_the_stop_is_cut_after_two_seconds() -> None:
-    """A client that sent half a request body when the stop comes is given about two seconds
-    to finish (aiohttp's runner shutdown_timeout), then cut: the stop does not wait for it
-    for ever (or aiohttp's default minute)."""
+def _stop_during_an_upload(shutdown_timeout_s: float) -> tuple[list[ShutdownReport], float]:
+    """Stop a gateway while a client has sent 10 of 1,000 body bytes; (reports, seconds)."""
     reports: list[ShutdownReport] = []
     took: list[float] = []
 
     async def scenario() -> None:
         async with http_downstream() as downstream:
-            gateway = Gateway(_config(downstream.url, shutdown_timeout_s=10))
+            gateway = Gateway(_config(downstream.url, shutdown_timeout_s=shutdown_timeout_s))
             task = asyncio.create_task(gateway.run())
             await _until(gateway.ready)
             _, writer = await asyncio.open_connection("127.0.0.1", gateway.http_port)
@@ -138,5 +137,22 @@ def test_a_request_still_uploading_at_the_stop_is_cut_after_two_seconds() -> Non
             writer.close()
 
     asyncio.run(scenario())
+    return reports, took[0]
+
+
+def test_a_request_still_uploading_at_the_stop_is_cut_after_two_seconds() -> None:
+    """A client that sent half a request body when the stop comes is given about two seconds
+    to finish (aiohttp's runner shutdown_timeout), then cut: the stop does not wait for it
+    for ever (or aiohttp's default minute)."""
+    reports, took = _stop_during_an_upload(shutdown_timeout_s=10)
     assert reports == [ShutdownReport(0, True)]
-    assert 1.5 < took[0] < 10, took
+    assert 1.5 < took < 10, took
+
+
+def test_an_upload_gets_a_quarter_of_a_deadline_shorter_than_eight_seconds() -> None:
+    """With shutdown_timeout_s=1 the upload is cut after a quarter second, so the whole stop
+    keeps its one-second deadline (a fixed two seconds overran it). The bound leaves room for a
+    loaded machine and still fails a two-second cut."""
+    reports, took = _stop_during_an_upload(shutdown_timeout_s=1)
+    assert reports == [ShutdownReport(0, True)]
+    assert took < 1.6, took

@@ -256,7 +256,10 @@ class Gateway:
             replay(self.queue, self.forwarder, self.scorer, self.metrics)
         self.forwarder.start()
         app = build_app(self.intake, config, health=self.health, ready=self.ready)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=2.0)
+        # a request still arriving at the stop gets what gRPC's calls get: 2 s, or a quarter of a
+        # shorter deadline, so a slow upload never holds the stop past shutdown_timeout_s
+        grace = min(2.0, config.shutdown_timeout_s / 4)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=grace)
         await runner.setup()
         host, port = parse_hostport(config.listen)
         site = web.TCPSite(runner, host, port, ssl_context=_server_ssl(config), backlog=1024)
