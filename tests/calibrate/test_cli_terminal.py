@@ -8,13 +8,16 @@ Lines are compared with their whitespace collapsed, since the terminal wraps lon
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
+from groundwire.calibrate import calibrate, read_labels, read_scores
 from groundwire.cli import app
-from groundwire.cli._calibrate import judge_options
+from groundwire.cli._calibrate import _table, judge_options
 from groundwire.cli._exit import ExitCode
 from tests.calibrate._files import scores_record, trace_id, write_jsonl, write_labels_csv
 
@@ -118,3 +121,87 @@ def test_a_judge_value_is_read_into_judge_options(monkeypatch: pytest.MonkeyPatc
         "cache": "off",
     }
     assert judge_options("model=m2") == ("m2", {"model": "m2"})
+
+
+TABLE = [
+    "judge vs human (95% bootstrap intervals)",
+    "┏━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━┳━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━┳━━━━━━━━┓",
+    "┃ series             ┃ scale   ┃              n ┃          accuracy ┃                            kappa ┃             spearman ┃              pearson ┃ threshold ┃ tokens ┃",  # noqa: E501
+    "┡━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━━┩",
+    "│ groundedness (ann) │ ordinal │ 8 (1 unscored) │ 0.75 [0.40, 1.00] │    0.82 [0.50, 1.00] (quadratic) │    0.88 [0.58, 0.97] │    0.87 [0.72, 0.98] │           │        │",  # noqa: E501
+    "│ groundedness (bo)  │ ordinal │ 8 (1 unscored) │ 0.12 [0.00, 0.38] │ -0.69 [-0.87, -0.14] (quadratic) │ -0.82 [-0.97, -0.54] │ -0.78 [-0.98, -0.60] │           │        │",  # noqa: E501
+    "└────────────────────┴─────────┴────────────────┴───────────────────┴──────────────────────────────────┴──────────────────────┴──────────────────────┴───────────┴────────┘",
+]
+"""The table of `_scores(["m1"])` against `_labels(unmatched=0)` (50 resamples, seed 0)."""
+
+
+def test_the_table_has_a_row_per_series_numbers_right_aligned(tmp_path: Path) -> None:
+    """The table: its title at the left, the columns in order (series and scale left-aligned,
+    figures right-aligned), a row per series with its unscored count and kappa weighting."""
+    scores = read_scores(_scores(tmp_path, ["m1"]))
+    labels = read_labels(_labels(tmp_path, unmatched=0), evaluators=["groundedness"])
+    report = calibrate(labels, {None: scores}, resamples=50, seed=0)
+    shown = io.StringIO()
+    Console(file=shown, width=200, color_system=None).print(_table(report))
+    assert [line.rstrip() for line in shown.getvalue().splitlines()] == TABLE
+
+
+def test_a_disagreement_is_one_line_its_query_and_explanation_cut(tmp_path: Path) -> None:
+    """A disagreement stays on one line however long (the terminal does not wrap it), its
+    query cut at 100 characters (none shown when the turn has none) and the judge's
+    explanation at 200; scores without provenance name no judge."""
+    records = [scores_record(i, {"groundedness": 1.0}) for i in range(3)]
+    records[0]["query"], records[1]["query"] = "q" * 150, None
+    records[0]["details"]["groundedness"]["explanation"] = "e" * 250
+    rows = [{"trace_id": trace_id(i), "evaluator": "groundedness", "label": 0} for i in range(3)]
+    labels = write_labels_csv(tmp_path / "labels.csv", rows, ("trace_id", "evaluator", "label"))
+    scores = write_jsonl(tmp_path / "scores.jsonl", records)
+    result = CliRunner().invoke(
+        app, ["calibrate", "--labels", str(labels), "--scores", str(scores), "--resamples", "20"]
+    )
+    assert result.exit_code == ExitCode.OK, result.output
+    lines = result.stdout.splitlines()
+    shown = f"groundedness human 0, judge pass (1.00) · {trace_id(0)}: {'q' * 100}"
+    assert shown in lines and f"  judge: {'e' * 200}" in lines
+    assert f"groundedness human 0, judge pass (1.00) · {trace_id(1)}: " in lines
+    assert "scored by judge" not in result.stdout
+
+
+BINARY_TABLE = [
+    "judge vs human (95% bootstrap intervals)",
+    "┏━━━━━━━━━━━━━━┳━━━━━━━━┳━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━┓",
+    "┃ series       ┃ scale  ┃ n ┃          accuracy ┃             kappa ┃          spearman ┃           pearson ┃                    threshold ┃ tokens ┃",  # noqa: E501
+    "┡━━━━━━━━━━━━━━╇━━━━━━━━╇━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━┩",
+    "│ quoted_spans │ binary │ 6 │ 0.83 [0.54, 1.00] │ 0.67 [0.00, 1.00] │ 0.71 [0.34, 1.00] │ 0.71 [0.34, 1.00] │ 1.00 [0.00, 1.00] (acc 0.83) │  7,800 │",  # noqa: E501
+    "└──────────────┴────────┴───┴───────────────────┴───────────────────┴───────────────────┴───────────────────┴──────────────────────────────┴────────┘",
+]
+"""The table of a pass/fail evaluator whose scores report judge tokens (50 resamples, seed 0)."""
+
+
+def test_a_pass_fail_row_has_its_threshold_and_tokens_and_no_weighting(tmp_path: Path) -> None:
+    """A pass/fail evaluator: its row has no kappa weighting and no unscored count, but the
+    threshold that best separates pass from fail and the judge tokens, thousands separated."""
+    values, human = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0], [1, 0, 1, 0, 0, 1]
+    records = []
+    for i, value in enumerate(values):
+        records.append(scores_record(i, {"quoted_spans": value}))
+        records[-1]["details"]["quoted_spans"]["usage"] = {"input": 700, "output": 600}
+    scores = read_scores(write_jsonl(tmp_path / "scores.jsonl", records))
+    rows = [
+        {"trace_id": trace_id(i), "evaluator": "quoted_spans", "label": label}
+        for i, label in enumerate(human)
+    ]
+    labels_file = write_labels_csv(
+        tmp_path / "labels.csv", rows, ("trace_id", "evaluator", "label")
+    )
+    labels = read_labels(labels_file, evaluators=["quoted_spans"])
+    report = calibrate(labels, {None: scores}, resamples=50, seed=0)
+    shown = io.StringIO()
+    Console(file=shown, width=200, color_system=None).print(_table(report))
+    assert [line.rstrip() for line in shown.getvalue().splitlines()] == BINARY_TABLE
+
+
+def test_a_judge_value_may_hold_an_equals_sign() -> None:
+    """Only the first `=` of a pair splits key from value: a base URL with a query string."""
+    name, options = judge_options("model=m,base_url=http://h/v1?api-version=2")
+    assert (name, options["base_url"]) == ("m", "http://h/v1?api-version=2")

@@ -343,3 +343,108 @@ def test_a_parquet_out_the_ray_workers_wrote_is_read_part_by_part(tmp_path: Path
     _parquet(out / "part-000002.parquet", [("t2", "s2", SKIPPED), ("t3", "s3", None)])
     state = resume_state(out, NAMES)
     assert state.keys == {("t1", "s1"), ("t3", "s3")} and state.rescored == 1
+
+
+def test_a_torn_record_is_shown_whole_up_to_sixty_characters_undecodable_bytes_replaced(
+    tmp_path: Path,
+) -> None:
+    """A torn record of exactly 60 characters is shown whole; bytes that are not UTF-8 are
+    shown as replacement characters instead of failing the resume."""
+    out = tmp_path / "out.jsonl"
+    torn = b"x" * 59 + b"\xff"
+    out.write_bytes(_line("t1", "s1") + torn)
+    note = resume_state(out).notes[0]
+    assert note.endswith(
+        f'(60 bytes, cut off when the run writing it was stopped): "{"x" * 59}\ufffd"'
+    )
+
+
+def test_a_lone_newline_is_a_whole_file_and_a_torn_header_is_cut(tmp_path: Path) -> None:
+    """A .jsonl OUT of one newline has nothing torn; a .csv OUT whose only line (the header)
+    is cut has no complete record: all of it is dropped; a whole .csv OUT is left as it is."""
+    blank = tmp_path / "blank.jsonl"
+    blank.write_bytes(b"\n")
+    assert resume_state(blank).notes == [] and blank.read_bytes() == b"\n"
+    header = tmp_path / "header.csv"
+    header.write_bytes(b"trace_id,sp")
+    state = resume_state(header)
+    assert header.read_bytes() == b"" and state.notes[0].startswith(
+        f"{header}: dropped a torn last record (11 bytes"
+    )
+    whole = tmp_path / "whole.csv"
+    whole.write_bytes(_csv([_row("t1", "s1")]))
+    assert resume_state(whole, NAMES).notes == []
+
+
+def _multiline_rows(count: int, pad: int = 0) -> list[list[str]]:
+    """CSV rows whose query cells span many lines (with quotes in them), the first padded."""
+    cell = 'one "line"\r\n' * 60
+    return [[f"t{i}", f"s{i}", "p" * (pad if i == 0 else 0) + cell, "1.0", "", "{}"]
+            for i in range(count)]  # fmt: skip
+
+
+def test_csv_quotes_are_counted_across_every_read(tmp_path: Path) -> None:
+    """Over 2 MiB of records with multi-line quoted cells, one of them crossing the first read
+    boundary at a quote, and a torn record at the end: exactly the torn record is dropped (the
+    quote parity is carried over each read, the offset added up over three reads)."""
+    pad = 0
+    while True:  # shift the records until the first read ends just before a quote character
+        whole = _csv(_multiline_rows(3300, pad))
+        if whole[MIB : MIB + 1] == b'"':
+            break
+        pad += 1
+    assert len(whole) > 2 * MIB
+    start = whole.rfind(b"\r\nt", 0, MIB) + 2  # the record holding the first read boundary
+    assert b"\n" in whole[start:MIB]  # ... with a newline inside its quoted cell before it
+    out = tmp_path / "out.csv"
+    out.write_bytes(whole + b't,s,"torn\r\nrecord')
+    state = resume_state(out, NAMES)
+    assert out.read_bytes() == whole and state.rows == 3300
+
+
+def test_records_a_dead_judge_skipped_are_counted_over_files_and_rows(tmp_path: Path) -> None:
+    """Two skipped rows in one Parquet part and one in another: three turns to score again,
+    each part noted with its own count."""
+    out = tmp_path / "out.parquet"
+    out.mkdir()
+    first = _parquet(out / "part-000001.parquet", [("t1", "s1", SKIPPED), ("t2", "s2", SKIPPED)])
+    second = _parquet(out / "part-000002.parquet", [("t3", "s3", SKIPPED), ("t4", "s4", None)])
+    state = resume_state(out, NAMES)
+    assert (state.rescored, state.keys, state.changed) == (3, {("t4", "s4")}, [first, second])
+    assert state.notes[0].startswith(f"{first}: 2 turns with evaluations skipped")
+    assert state.notes[1].startswith(f"{second}: 1 turn with evaluations skipped")
+
+
+def test_a_csv_retry_keeps_multiline_cells_byte_for_byte(tmp_path: Path) -> None:
+    """Taking a skipped record out of a .csv rewrites the others exactly, line ends inside
+    quoted cells included."""
+    out = tmp_path / "out.csv"
+    rows = [*_multiline_rows(2), _row("t9", "s9", SKIPPED)]
+    out.write_bytes(_csv(rows))
+    resume_state(out, NAMES)
+    assert out.read_bytes() == _csv(rows[:2])
+
+
+def test_a_parquet_without_a_details_column_is_read(tmp_path: Path) -> None:
+    """A Parquet output with only the ids (no details column): every row is a done turn."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out.parquet"
+    pq.write_table(pa.table({"trace_id": ["t1", "t2"], "span_id": ["s1", None]}), out)
+    assert done_keys(out) == {("t1", "s1"), ("t2", "")}
+
+
+def test_parquet_parts_of_other_evaluators_are_refused(tmp_path: Path) -> None:
+    """Parts written for other evaluators are refused, in OUT's directory (Ray's workers) and
+    in the partial folder an unfinished run left."""
+    workers = tmp_path / "workers.parquet"
+    workers.mkdir()
+    _parquet(workers / "part-000001.parquet", [("t1", "s1", None)], names=["erag"])
+    with pytest.raises(ResumeError, match="are not this run's"):
+        resume_state(workers, NAMES)
+    out = tmp_path / "out.parquet"
+    partial_path(out).mkdir()
+    _parquet(partial_path(out) / "part-000001.parquet", [("t1", "s1", None)], names=["erag"])
+    with pytest.raises(ResumeError, match="are not this run's"):
+        resume_state(out, NAMES)
