@@ -143,6 +143,17 @@ def test_an_unknown_evaluator_is_a_bad_argument() -> None:
     assert result.stderr.count("\n") == 1
 
 
+def test_print_config_refuses_an_unknown_evaluator() -> None:
+    """`--print-config -e nope`: the same line and exit 2 as a start of `serve`, nothing printed
+    on stdout (it printed the configuration and exited 0); known names still print."""
+    result = _serve("-e", "quoted_spans,nope", "--print-config")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: unknown evaluator 'nope'; known evaluators: ")
+    assert "quoted_spans" in result.stderr and result.stderr.count("\n") == 1
+    assert _config("-e", "quoted_spans")["evaluators"] == ["quoted_spans"]
+
+
 def test_an_evaluator_that_cannot_be_built_is_one_line_and_exit_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

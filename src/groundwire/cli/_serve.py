@@ -115,6 +115,7 @@ def serve_command(
     flags["evaluators"] = evaluator_names(evaluators) if evaluators else None
     resolved = _resolve(config, flags)
     if print_config:
+        _check_evaluators(resolved)
         typer.echo(json.dumps(resolved.redacted(), indent=2, default=str))
         raise typer.Exit(ExitCode.OK)
     _setup_logging(log_level.value)
@@ -131,6 +132,18 @@ def _resolve(config: Path | None, flags: dict[str, Any]) -> GatewayConfig:
         return load_config(path=config, flags=flags, flag_names=_FLAG_NAMES)
     except ConfigError as error:
         fail(str(error), ExitCode.BAD_ARGUMENTS)
+
+
+def _check_evaluators(resolved: GatewayConfig) -> None:
+    """Refuse an evaluator name nobody registered, as a start of `serve` does (exit 2, the same
+    line), so `--print-config` never shows a configuration that cannot run. No evaluator is
+    built here: one may need a model or a key that only the running gateway is given."""
+    from groundwire import UnknownEvaluatorError, available_evaluators
+
+    known = available_evaluators()
+    for name in resolved.evaluators:
+        if name not in known:
+            fail(str(UnknownEvaluatorError(name, known)), ExitCode.BAD_ARGUMENTS)
 
 
 def _run(resolved: GatewayConfig) -> ShutdownReport:

@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -179,13 +180,20 @@ class Run:
         return PartsOutput(out, self.inputs.names, append=options.resume, summary=self.summary)
 
     def score_batches(self) -> Iterator[list[TurnResult]]:
-        """The engine choice: chunks of results from Ray, or from the local engine reading
-        the files (or the span source) through the trace window and the assembler."""
+        """Chunks of results from the engine `engine_call` chose."""
+        return self.engine_call()()
+
+    def engine_call(self) -> Callable[[], Iterator[list[TurnResult]]]:
+        """The engine choice, as the call that starts it: Ray's (`score_with_ray`) with the
+        files and every option it takes, or the local engine's, reading the files (or the span
+        source) through the trace window and the assembler. Kept apart from the call so what
+        each engine is handed can be checked where Ray cannot start (see the Ray tests)."""
         options, inputs = self.options, self.inputs
         parallel = options.workers > 1 or options.engine == "ray"
         spec: Any = options.evaluators if parallel else inputs.resolved
         if options.engine == "ray":
-            return score_with_ray(
+            return partial(
+                score_with_ray,
                 inputs.paths,
                 spec,
                 self.summary,
@@ -213,7 +221,7 @@ class Run:
             on_read=self.on_read,
         )
         batch = chunks(turns, options.chunk_size, self.stop)
-        return score_local(batch, spec, options.workers, options.concurrency, self.stop)
+        return partial(score_local, batch, spec, options.workers, options.concurrency, self.stop)
 
     def on_read(self) -> bool:
         """Report progress while whole-trace grouping reads (at most 5 times a second);
