@@ -15,10 +15,12 @@ from multiprocessing.connection import Connection
 
 import pytest
 
-from groundwire import RagTurn, Score
+from groundwire import RagTurn, Score, semconv
+from groundwire.emit import Emitter
+from groundwire.runner import BackgroundRunner, RunnerConfig
 from groundwire.runner._process import ProcessExecutor, _serve
 
-from .conftest import AnswerLength, make_turn
+from .conftest import AnswerLength, HasContext, Telemetry, make_turn
 
 # Each test takes about a second: 30 s ends a hung one well before the suite-wide 120 s.
 pytestmark = [pytest.mark.usefixtures("reaped"), pytest.mark.timeout(30)]
@@ -200,3 +202,43 @@ def test_a_timeout_restart_is_logged_once_as_a_warning(caplog: pytest.LogCapture
         ]
     finally:
         executor.close()
+
+
+def test_a_worker_that_died_while_starting_fails_each_call_with_a_runtime_error_naming_it() -> None:
+    """Once the worker died while starting, each call fails with a RuntimeError that says so
+    with its exit code (never a raw BrokenPipeError from writing to the dead pipe), however
+    soon after the death it comes."""
+    executor = ProcessExecutor([_DiesOnLoad()])
+    try:
+        for _ in range(3):
+            with pytest.raises(RuntimeError) as raised:
+                executor.evaluate(["dies"], make_turn(2), 30.0)
+            assert type(raised.value) is RuntimeError
+            assert str(raised.value) == (
+                "the evaluation worker process exited while starting (exit code 4); "
+                "it is not started again"
+            )
+    finally:
+        executor.close()
+
+
+def test_the_runner_counts_turns_whose_worker_died_while_starting_as_errors(
+    telemetry: Telemetry, emitter: Emitter
+) -> None:
+    """Through the runner (`executor="process"`), each turn's evaluations of a worker that
+    died while starting are scored as failed with that error and counted, and the turns add
+    up as errored: nothing is lost, no exception reaches a worker thread."""
+    config = RunnerConfig([_DiesOnLoad(), HasContext()], executor="process", workers=1)
+    runner = BackgroundRunner(config, emitter)
+    try:
+        for i in (1, 2):
+            runner.submit(make_turn(i))
+        assert runner.force_flush(60)
+        stats = runner.stats()
+        assert (stats.errored, stats.scored) == (2, 0)
+        assert telemetry.counts() == {("dies", "error"): 2, ("has_context", "error"): 2}
+        for span in telemetry.finished(semconv.EVALUATION_SPAN_NAME):
+            texts = [str(v) for v in (span.attributes or {}).values()]
+            assert any("exited while starting (exit code 4)" in t for t in texts), texts
+    finally:
+        runner.shutdown(1)

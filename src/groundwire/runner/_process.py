@@ -7,7 +7,9 @@ inherited) and wait for the outcomes, releasing the GIL meanwhile. The process h
 copies of the evaluators, warms them up when it starts (in the background: `configure()` does not
 wait), and runs at a lower OS priority. A call that overruns the evaluator timeout kills and
 replaces the process (Python cannot interrupt a call, but it can end a process); a process that
-died after it started (killed by the OS, a crash in native code) is replaced at the next call.
+died after it started (killed by the OS, a crash in native code) is replaced at the next call;
+one that died while starting (an evaluator that cannot be loaded there) is not started again:
+every call fails with a RuntimeError saying so (the runner counts it as an error).
 Being a daemon process, it never holds the app's exit: multiprocessing terminates it then.
 """
 
@@ -141,9 +143,17 @@ class ProcessExecutor:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the evaluation worker process is shut down")
+            if self._ended:  # died while starting (a later death was replaced above)
+                raise RuntimeError(_exited_while_starting(self._process))
             call_id = next(self._ids)
             self._pending[call_id] = future
-            self._connection.send((call_id, tuple(names), turn))
+            try:
+                self._connection.send((call_id, tuple(names), turn))
+            except OSError:  # it ended before its reader saw it: the call fails, counted
+                del self._pending[call_id]
+                if not self._warm:
+                    raise RuntimeError(_exited_while_starting(self._process)) from None
+                raise RuntimeError("the evaluation worker process exited") from None
         try:
             return future.result(timeout_s)
         except TimeoutError:
@@ -207,3 +217,13 @@ def _fail(
     for future in pending.values():
         if not future.done():
             future.set_exception(error())
+
+
+def _exited_while_starting(process: multiprocessing.process.BaseProcess) -> str:
+    """Why a call fails when the worker died before it was ready (it is not started again:
+    it would die again), with its exit code once it is known."""
+    process.join(1.0)  # its pipe ended: it is exiting, and the join returns at once
+    return (
+        f"the evaluation worker process exited while starting (exit code {process.exitcode}); "
+        "it is not started again"
+    )
