@@ -242,3 +242,26 @@ def test_the_runner_counts_turns_whose_worker_died_while_starting_as_errors(
             assert any("exited while starting (exit code 4)" in t for t in texts), texts
     finally:
         runner.shutdown(1)
+
+
+def test_the_worker_loop_scores_each_named_evaluator_on_the_turn_it_was_sent() -> None:
+    """Each answer holds the outcome of every named evaluator on that request's own turn (the
+    call id and the outcomes arrive within seconds; a loop that fails on a request would leave
+    the caller waiting, so the test polls instead of blocking)."""
+    connection, server = _serving([AnswerLength(), HasContext()])
+    try:
+        assert connection.poll(5) and connection.recv() == (-1, None)
+        for call_id, turn in ((3, make_turn(2, "a much longer answer")), (4, make_turn(3))):
+            connection.send((call_id, ("has_context", "answer_length"), turn))
+            assert connection.poll(5)
+            answered, outcomes = connection.recv()
+            assert answered == call_id
+            assert [o.score.name for o in outcomes] == ["has_context", "answer_length"]
+            assert outcomes[1].score.value == AnswerLength().evaluate(turn).value
+            assert outcomes[0].score.value == HasContext().evaluate(turn).value
+        connection.send(None)
+        server.join(5)
+        assert not server.is_alive()
+    finally:
+        connection.close()
+        server.join(5)
