@@ -8,6 +8,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -265,3 +266,18 @@ def test_the_worker_loop_scores_each_named_evaluator_on_the_turn_it_was_sent() -
     finally:
         connection.close()
         server.join(5)
+
+
+def test_a_call_past_its_timeout_kills_the_stuck_process_at_once() -> None:
+    """The process stuck in the overrunning call is killed (and reaped) before the caller
+    gets its TimeoutError, rather than left to finish its 10 s evaluation."""
+    before = set(multiprocessing.active_children())
+    executor = ProcessExecutor([_Sleeps()])
+    try:
+        (stuck,) = set(multiprocessing.active_children()) - before
+        with pytest.raises(TimeoutError):
+            executor.evaluate(["sleeps"], make_turn(2), 0.5)
+        assert not stuck.is_alive()
+        assert stuck.exitcode == -signal.SIGKILL
+    finally:
+        executor.close()
