@@ -281,3 +281,16 @@ def test_a_call_past_its_timeout_kills_the_stuck_process_at_once() -> None:
         assert stuck.exitcode == -signal.SIGKILL
     finally:
         executor.close()
+
+
+def test_each_process_has_a_named_daemon_reader_thread() -> None:
+    """The thread reading the process's answers is named for it (thread dumps say what it is)
+    and is a daemon, so it never holds the app's exit."""
+    before = set(threading.enumerate())
+    executor = ProcessExecutor([AnswerLength()])
+    try:
+        (reader,) = set(threading.enumerate()) - before
+        assert reader.name == "groundwire-process-reader"
+        assert reader.daemon
+    finally:
+        executor.close()
