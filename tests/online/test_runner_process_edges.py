@@ -19,6 +19,7 @@ import pytest
 from groundwire import RagTurn, Score, semconv
 from groundwire.emit import Emitter
 from groundwire.runner import BackgroundRunner, RunnerConfig
+from groundwire.runner import _process as process_module
 from groundwire.runner._process import ProcessExecutor, _serve
 
 from .conftest import AnswerLength, HasContext, Telemetry, make_turn
@@ -292,5 +293,41 @@ def test_each_process_has_a_named_daemon_reader_thread() -> None:
         (reader,) = set(threading.enumerate()) - before
         assert reader.name == "groundwire-process-reader"
         assert reader.daemon
+    finally:
+        executor.close()
+
+
+def _loaded_slowly() -> AnswerLength:
+    """Unpickles (in the worker) to an evaluator, 3 s later."""
+    time.sleep(3)
+    return AnswerLength()
+
+
+class _SlowToLoad:
+    """Takes 3 s to load in the worker process, so the worker is not ready before that."""
+
+    name = "answer_length"
+
+    def __reduce__(self) -> tuple[object, tuple[()]]:
+        """Unpickling calls _loaded_slowly()."""
+        return (_loaded_slowly, ())
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """Never called here: the worker runs what _loaded_slowly gives."""
+        raise AssertionError("unreachable")
+
+
+def test_a_call_waits_for_the_start_only_up_to_the_start_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker not ready within the start limit fails the call with a RuntimeError saying
+    so, rather than holding the caller until it is (the limit, 120 s, is shortened here)."""
+    monkeypatch.setattr(process_module, "_STARTUP_LIMIT_S", 0.5)
+    executor = ProcessExecutor([_SlowToLoad()])
+    try:
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match="the evaluation worker process did not start"):
+            executor.evaluate(["answer_length"], make_turn(2), 30.0)
+        assert time.monotonic() - started < 2.5
     finally:
         executor.close()
