@@ -331,3 +331,41 @@ def test_a_call_waits_for_the_start_only_up_to_the_start_limit(
         assert time.monotonic() - started < 2.5
     finally:
         executor.close()
+
+
+class _SlowEcho:
+    """Answers after 0.3 s with the turn's question, so that calls overlap."""
+
+    name = "echo"
+
+    def evaluate(self, turn: RagTurn) -> Score:
+        """The question as the explanation."""
+        time.sleep(0.3)
+        return Score(name=self.name, value=1.0, explanation=turn.query)
+
+
+def test_calls_from_several_threads_each_get_their_own_turns_outcomes() -> None:
+    """Calls made at once from several worker threads are told apart: each caller gets the
+    outcome of its own turn, none waits for an answer that went to another."""
+    executor = ProcessExecutor([_SlowEcho()])
+    answers: dict[str, str] = {}
+    errors: list[BaseException] = []
+
+    def call(i: int) -> None:
+        try:
+            (outcome,) = executor.evaluate(["echo"], make_turn(i), 5.0)
+            answers[make_turn(i).query] = str(outcome.score.explanation)
+        except BaseException as error:
+            errors.append(error)
+
+    try:
+        executor.evaluate(["echo"], make_turn(0), 30.0)  # started and warm
+        callers = [threading.Thread(target=call, args=(i,)) for i in (1, 2, 3)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join(10)
+        assert errors == []
+        assert answers == {make_turn(i).query: make_turn(i).query for i in (1, 2, 3)}
+    finally:
+        executor.close()
