@@ -369,3 +369,26 @@ def test_calls_from_several_threads_each_get_their_own_turns_outcomes() -> None:
         assert answers == {make_turn(i).query: make_turn(i).query for i in (1, 2, 3)}
     finally:
         executor.close()
+
+
+def test_close_kills_a_process_stuck_in_a_call_at_once_and_its_caller_fails() -> None:
+    """close() waits only a moment for the process to end on its own: one stuck in a 10 s
+    evaluation is killed within a second, and the call waiting on it fails."""
+    executor = ProcessExecutor([_Sleeps(), AnswerLength()])
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            executor.evaluate(["sleeps"], make_turn(2), 30.0)
+        except BaseException as error:
+            errors.append(error)
+
+    executor.evaluate(["answer_length"], make_turn(1), 30.0)  # started and warm
+    caller = threading.Thread(target=call)
+    caller.start()
+    time.sleep(0.3)  # the call is in the process
+    started = time.monotonic()
+    executor.close()
+    assert time.monotonic() - started < 0.9
+    caller.join(5)
+    assert [type(e) for e in errors] == [RuntimeError]
