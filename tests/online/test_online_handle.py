@@ -300,3 +300,19 @@ def test_shutdown_counts_the_turns_its_deadline_cut_in_its_one_warning(
         ]
     finally:
         gate.open.set()
+
+
+def test_force_flush_keeps_a_short_deadline_when_the_runners_work_never_finishes(
+    make: Any,
+) -> None:
+    """Work that never finishes holds force_flush(0.4) no longer than its deadline plus the
+    slack: the runner's share of a short budget is a part of it, never a floor of its own."""
+    gate = Gate()
+    handle = make([gate])
+    try:
+        handle.runner.submit(make_turn(1))
+        started = time.monotonic()
+        assert handle.force_flush(0.4) is False
+        assert time.monotonic() - started < 0.4 + DEADLINE_SLACK_S
+    finally:
+        gate.open.set()

@@ -19,6 +19,7 @@ from groundwire.emit import Emitter
 from groundwire.runner import BackgroundRunner, InlineResult, RunnerConfig
 
 from .conftest import AnswerLength, Gate, HasContext, Judge, Telemetry, make_turn
+from .test_runner_services import _ByService, _telemetry, _turn
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -260,3 +261,30 @@ def test_shutdown_counts_what_its_deadline_cut_and_says_so_unless_told_not_to(
             assert messages == ([expected] if report else [])
         finally:
             gate.open.set()
+
+
+def test_turns_lost_before_submission_and_skipped_judges_count_under_their_app() -> None:
+    """Where turns of several apps meet (the gateway's per-app emitters), a turn lost before
+    submission and a judge skipped by the spent token budget are counted under the turn's
+    own app, not under the runner's default emitter."""
+    shop, fallback = _telemetry(), _telemetry()
+    emitter = _ByService({"shop": shop}, fallback)
+    judge = Judge(tokens=(100, 20))
+    config = RunnerConfig([judge], judge_token_budget=100, async_concurrency=1, workers=1)
+    runner = BackgroundRunner(config, emitter)
+    try:
+        for i in range(2):
+            runner.submit(_turn(i, "shop"))
+            assert runner.force_flush(5)
+        assert shop.counts() == {("judge", "ok"): 1, ("judge", "skipped"): 1}
+        runner.count_dropped_turn(None, _turn(7, "shop"))
+        assert runner.force_flush(5)  # counts what was handed over
+        assert runner.stats().dropped == 1
+        assert shop.counts() == {
+            ("judge", "ok"): 1,
+            ("judge", "skipped"): 1,
+            ("judge", "dropped"): 1,
+        }
+        assert fallback.counts() == {}
+    finally:
+        runner.shutdown(1)
