@@ -316,3 +316,34 @@ def test_force_flush_keeps_a_short_deadline_when_the_runners_work_never_finishes
         assert time.monotonic() - started < 0.4 + DEADLINE_SLACK_S
     finally:
         gate.open.set()
+
+
+def test_shutdown_gives_the_runner_its_share_and_the_providers_what_is_left(
+    make: Any,
+) -> None:
+    """Work that never finishes holds shutdown(1.2) for the runner's share (three quarters)
+    and no more; the providers then get only the seconds left of the same deadline, and a
+    short shutdown(0.4) keeps its deadline too."""
+    for timeout_s, least in ((1.2, 0.85), (0.4, 0.25)):
+        gate, close = Gate(), _Calls()
+        handle = make([gate], providers=[ProviderHandle("p", None, close)])
+        try:
+            handle.runner.submit(make_turn(1))
+            started = time.monotonic()
+            assert handle.shutdown(timeout_s) is False
+            waited = time.monotonic() - started
+            assert least <= waited < timeout_s + DEADLINE_SLACK_S, (timeout_s, waited)
+            assert len(close.given) == 1 and close.given[0] <= timeout_s * 0.25 + 0.05
+        finally:
+            gate.open.set()
+
+
+def test_a_failing_uninstrument_is_logged_with_its_traceback(
+    make: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The warning for an instrumentor that cannot undo itself carries the exception."""
+    handle = make(_instrumentors=[("langchain", _Instrumentor(fails=True))])
+    with caplog.at_level(logging.WARNING, logger="groundwire"):
+        assert handle.shutdown(1.0) is True
+    (record,) = caplog.records
+    assert record.exc_info is not None and record.exc_info[0] is RuntimeError
