@@ -347,3 +347,20 @@ def test_a_failing_uninstrument_is_logged_with_its_traceback(
         assert handle.shutdown(1.0) is True
     (record,) = caplog.records
     assert record.exc_info is not None and record.exc_info[0] is RuntimeError
+
+
+def test_the_shutdown_warning_lists_every_abandoned_provider_and_unreachable_endpoint(
+    make: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Several abandoned providers and several endpoints with an open breaker are listed,
+    comma-separated, in the one warning."""
+    guards = [_guard("OTLP traces http://e", down=True), _guard("OTLP logs http://e", down=True)]
+    slow = [ProviderHandle(name, None, _Calls(hold_s=5.0)) for name in ("tracer", "meter")]
+    handle = make(providers=slow, guards=guards)
+    with caplog.at_level(logging.WARNING, logger="groundwire"):
+        assert handle.shutdown(0.3) is False
+    assert [r.getMessage() for r in caplog.records if r.filename == "_online.py"] == [
+        "shutdown deadline 0.3 s: 0 spans and 0 evaluations not exported; still running, "
+        "abandoned: shut tracer, shut meter; unreachable: OTLP traces http://e, "
+        "OTLP logs http://e"
+    ]

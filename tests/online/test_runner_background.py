@@ -288,3 +288,22 @@ def test_turns_lost_before_submission_and_skipped_judges_count_under_their_app()
         assert fallback.counts() == {}
     finally:
         runner.shutdown(1)
+
+
+def test_inline_scores_of_a_submitted_turn_count_under_its_app() -> None:
+    """What inline evaluation scored for a turn is recorded under the turn's own app when its
+    job is planned."""
+    shop, fallback = _telemetry(), _telemetry()
+    runner = BackgroundRunner(
+        RunnerConfig([AnswerLength()], workers=1), _ByService({"shop": shop}, fallback)
+    )
+    inline = InlineResult(
+        outcomes=(EvaluationOutcome(Score(name="has_context", value=1.0), 0.01, False),)
+    )
+    try:
+        runner.submit(_turn(1, "shop"), inline)
+        assert runner.force_flush(5)
+        assert shop.counts() == {("answer_length", "ok"): 1, ("has_context", "ok"): 1}
+        assert fallback.counts() == {}
+    finally:
+        runner.shutdown(1)
