@@ -7,7 +7,9 @@ inherited) and wait for the outcomes, releasing the GIL meanwhile. The process h
 copies of the evaluators, warms them up when it starts (in the background: `configure()` does not
 wait), and runs at a lower OS priority. A call that overruns the evaluator timeout kills and
 replaces the process (Python cannot interrupt a call, but it can end a process); a process that
-died after it started (killed by the OS, a crash in native code) is replaced at the next call.
+died after it started (killed by the OS, a crash in native code) is replaced at the next call;
+one that died while starting (an evaluator that cannot be loaded there) is not started again:
+every call fails with a RuntimeError saying so (the runner counts it as an error).
 Being a daemon process, it never holds the app's exit: multiprocessing terminates it then.
 """
 
@@ -37,6 +39,8 @@ EXECUTORS = ("threads", "process")
 _NICE = 10
 _READY = -1
 """The call id of the worker's "started and warmed up" message."""
+_EXITED = "the evaluation worker process exited"
+"""Why calls fail when the process ended after it was ready (it is replaced at the next call)."""
 _STARTUP_LIMIT_S = 120.0
 """How long a call waits for the worker to start (its evaluator timeout starts after that)."""
 
@@ -123,7 +127,7 @@ class ProcessExecutor:
             self._ended = True
             pending, self._pending = self._pending, {}
         for future in pending.values():
-            future.set_exception(RuntimeError("the evaluation worker process exited"))
+            future.set_exception(RuntimeError(_EXITED))
 
     def evaluate(
         self, names: Sequence[str], turn: RagTurn, timeout_s: float | None
@@ -141,24 +145,37 @@ class ProcessExecutor:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the evaluation worker process is shut down")
+            if self._ended:  # died while starting, or since the replacement check above
+                raise RuntimeError(self._exited())
             call_id = next(self._ids)
             self._pending[call_id] = future
-            self._connection.send((call_id, tuple(names), turn))
+            try:
+                self._connection.send((call_id, tuple(names), turn))
+            except OSError:  # it ended before its reader saw it: the call fails, counted
+                del self._pending[call_id]
+                raise RuntimeError(self._exited()) from None
         try:
             return future.result(timeout_s)
         except TimeoutError:
             self._restart()
             raise
 
+    def _exited(self) -> str:
+        """Why a call fails on a process that has ended (lock held): one that died while
+        starting is not started again, one that died later is replaced at the next call."""
+        if self._warm:
+            return _EXITED
+        return _exited_while_starting(self._process)
+
     def _replace_dead(self) -> None:
         """Start another process in place of one that died after it was ready (killed by the
-        OS, a crash in native code); its callers were failed by its reader (lock held)."""
-        dead, pending = self._replace(kill=False)
+        OS, a crash in native code); its callers were failed by its reader, which emptied
+        `_pending` as it set `_ended`, and no call is sent to an ended process (lock held)."""
+        dead, _nothing_pending = self._replace(kill=False)
         logger.warning(
             "the evaluation worker process exited (exit code %s); another was started",
             dead.exitcode,
         )
-        _fail(pending, lambda: RuntimeError("the evaluation worker process exited"))
 
     def _restart(self) -> None:
         """Kill a process stuck in a call and start another; its pending callers fail."""
@@ -207,3 +224,13 @@ def _fail(
     for future in pending.values():
         if not future.done():
             future.set_exception(error())
+
+
+def _exited_while_starting(process: multiprocessing.process.BaseProcess) -> str:
+    """Why a call fails when the worker died before it was ready (it is not started again:
+    it would die again), with its exit code once it is known."""
+    process.join(1.0)  # its pipe ended: it is exiting, and the join returns at once
+    return (
+        f"the evaluation worker process exited while starting (exit code {process.exitcode}); "
+        "it is not started again"
+    )
