@@ -37,6 +37,14 @@ def parent() -> Iterator[subprocess.Popen[bytes]]:
     process.wait()
 
 
+@pytest.fixture(scope="module")
+def kept() -> RawDownstream:
+    """A real receiver never stopped: the orphan that gives up leaves its providers running
+    (as the process exit would), and their metric exports, to the end of this process, must
+    find a receiver rather than log failures into other tests."""
+    return RawDownstream().start()
+
+
 def _until(check: Callable[[], object], what: str) -> None:
     deadline = time.monotonic() + 10.0
     while not check():
@@ -71,19 +79,23 @@ def _orphan(config: Any, parent: subprocess.Popen[bytes]) -> tuple[list[bool], l
 
 
 def test_an_orphan_with_a_persistent_queue_leaves_its_traces_to_the_next_start(
-    tmp_path: Path, parent: subprocess.Popen[bytes], caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    kept: RawDownstream,
+    parent: subprocess.Popen[bytes],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The gateway killed, the child notices within its next report interval, says so, and
     returns False at once (its caller exits): the open trace is not scored here and no final
-    counts are sent."""
+    counts are sent. (Its runner and providers are left running, as the exit would leave
+    them: their metrics go to a receiver kept to the end.)"""
     caplog.set_level(logging.WARNING, logger="groundwire.gateway")
-    config = scoring_config(queue_dir=str(tmp_path), quiet_period_s=60.0)
+    config = scoring_config(forward=kept.endpoint, queue_dir=str(tmp_path), quiet_period_s=60.0)
     returned, messages, took = _orphan(config, parent)
     assert returned == [False]
     assert took < 1.0
     assert [m.get("final") for m in messages] == [False] * len(messages)
     assert not [m for m in messages if "scored" in m]
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "groundwire.gateway"] == [
         _GONE,
         "the open traces are left to the next start (persistent queue)",
     ]
@@ -109,7 +121,7 @@ def test_an_orphan_without_a_queue_scores_what_it_holds_and_exports_it(
     assert report[0] == [4] and len(report[1]) == 1 and report[2] == []
     names = [span.name for span in downstream.spans()]
     assert names and all(span.trace_id == report[1][0] for span in downstream.spans())
-    assert [r.getMessage() for r in caplog.records] == [_GONE]
+    assert [r.getMessage() for r in caplog.records if r.name == "groundwire.gateway"] == [_GONE]
 
 
 def test_the_child_logs_with_time_level_and_logger(tmp_path: Path) -> None:
