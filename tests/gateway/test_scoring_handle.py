@@ -28,7 +28,7 @@ def _logged(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "groundwire.gateway"]
 
 
-def _until(check: Callable[[], object], what: str, timeout_s: float = 10.0) -> None:
+def _until(check: Callable[[], object], what: str, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not check():
         assert time.monotonic() < deadline, what

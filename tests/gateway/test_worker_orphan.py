@@ -46,7 +46,7 @@ def kept() -> RawDownstream:
 
 
 def _until(check: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + 10.0
+    deadline = time.monotonic() + 30.0
     while not check():
         assert time.monotonic() < deadline, what
         time.sleep(0.01)
