@@ -20,6 +20,8 @@ from tests.gateway.conftest import RawDownstream
 from groundwire import RagTurn, Score, get_evaluator, register_evaluator
 from groundwire.gateway._worker import score_until_stopped
 
+pytestmark = pytest.mark.timeout(30)  # a loop that never stops fails, rather than hangs
+
 
 class _Sleepy:
     """quoted_spans, taking `seconds` per turn (a judge that is slow to answer)."""

@@ -32,6 +32,8 @@ from groundwire.gateway._worker import (
     scoring_main,
 )
 
+pytestmark = pytest.mark.timeout(30)  # a loop that never stops fails, rather than hangs
+
 
 @pytest.fixture
 def capture() -> ResultCapture:

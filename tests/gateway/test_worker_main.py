@@ -12,11 +12,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.gateway._child import as_the_child, protobuf_request, scoring_config
 from tests.gateway._traces import openinference_rag_trace
 
 from groundwire import RagTurn, Score, get_evaluator, register_evaluator
 from groundwire.gateway._worker import scoring_main
+
+pytestmark = pytest.mark.timeout(30)  # a loop that never stops fails, rather than hangs
 
 _SLOW_S = 3.0
 

@@ -25,6 +25,8 @@ from tests.gateway.conftest import RawDownstream
 
 from groundwire.gateway._worker import score_until_stopped, scoring_main
 
+pytestmark = pytest.mark.timeout(30)  # a loop that never stops fails, rather than hangs
+
 _GONE = "the gateway process is gone; the scoring process stops"
 
 

@@ -21,6 +21,8 @@ from groundwire.gateway._scoring import ScoredReporter
 from groundwire.gateway._telemetry import build_providers
 from groundwire.gateway._worker import _build_scorer, _serve
 
+pytestmark = pytest.mark.timeout(30)  # a loop that never stops fails, rather than hangs
+
 
 @pytest.fixture
 def built(tmp_path: Path) -> Iterator[tuple[Any, GatewayMetrics]]:
@@ -50,7 +52,7 @@ def test_an_idle_loop_reports_counts_every_half_second_and_checks_its_parent_bet
 
     reporter = ScoredReporter(lambda: None, lambda done, ids, results: None)
     loop = threading.Thread(
-        target=_serve, args=(scorer, metrics, inbox, outbox, reporter, parent_alive)
+        target=_serve, args=(scorer, metrics, inbox, outbox, reporter, parent_alive), daemon=True
     )
     loop.start()
     time.sleep(1.2)
@@ -59,3 +61,30 @@ def test_an_idle_loop_reports_counts_every_half_second_and_checks_its_parent_bet
     reporter.close(1.0)
     assert 2 <= outbox.qsize() <= 3  # at 0, 0.5 and 1.0 s (the last late under load)
     assert 4 <= len(checks) <= 14
+
+
+def test_a_busy_loop_checks_its_parent_every_50_ms_not_at_every_request(
+    built: tuple[Any, GatewayMetrics],
+) -> None:
+    """Requests arriving faster than every 50 ms are taken one a step, but the parent check
+    (and the report of scored traces with it) still comes at most every 50 ms: 300 requests
+    taken in a burst ask far fewer than 300 times."""
+    scorer, metrics = built
+    inbox: queue.Queue[Any] = queue.Queue()
+    outbox: queue.Queue[Any] = queue.Queue()
+    checks: list[float] = []
+
+    def parent_alive() -> bool:
+        checks.append(time.monotonic())
+        return True
+
+    for _ in range(300):
+        inbox.put((b"", 0, time.monotonic(), ()))  # an empty traces request: nothing to group
+    inbox.put(("stop", 1.0))
+    reporter = ScoredReporter(lambda: None, lambda done, ids, results: None)
+    started = time.monotonic()
+    _serve(scorer, metrics, inbox, outbox, reporter, parent_alive)
+    took = time.monotonic() - started
+    reporter.close(1.0)
+    assert inbox.empty()
+    assert 1 <= len(checks) <= took / 0.05 + 2 < 300
