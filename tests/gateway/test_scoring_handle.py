@@ -278,3 +278,19 @@ def test_a_child_that_hangs_is_killed_at_the_deadline(caplog: pytest.LogCaptureF
         assert _logged(caplog) == [
             "the scoring process did not finish before the deadline; stopping it"
         ]
+
+
+def test_a_waiting_feed_gives_up_after_five_seconds() -> None:
+    """A replay's feed (`wait`) waits for room at most 5 s, then counts the spans as not
+    scored (`scoring_queue_full`) like any full inbox."""
+    stuck = _Handle(scoring_queue_requests=1)
+    try:
+        stuck.feed(pause=30.0)
+        _until(lambda: stuck.process.queued_requests == 0, "the child takes the pause")
+        assert stuck.feed(echo=True) is True
+        started = time.monotonic()
+        assert stuck.process.feed(command(echo=True), 7, (), wait=True) is False
+        assert 4.9 < time.monotonic() - started < 5.9
+        assert stuck.metrics.count("not_scored:scoring_queue_full") == 7
+    finally:
+        stuck.process.shutdown(0.5)
