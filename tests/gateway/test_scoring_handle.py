@@ -294,3 +294,16 @@ def test_a_waiting_feed_gives_up_after_five_seconds() -> None:
         assert stuck.metrics.count("not_scored:scoring_queue_full") == 7
     finally:
         stuck.process.shutdown(0.5)
+
+
+def test_past_the_deadline_shutdown_waits_no_longer_for_the_final_counts() -> None:
+    """When the stop could not be put before the deadline (the inbox stayed full), shutdown
+    does not wait on for final counts: it kills the child at once."""
+    stuck = _Handle(scoring_queue_requests=1)
+    stuck.feed(pause=30.0)
+    _until(lambda: stuck.process.queued_requests == 0, "the child takes the pause")
+    assert stuck.feed(echo=True) is True
+    started = time.monotonic()
+    assert stuck.process.shutdown(0.5) is False
+    assert time.monotonic() - started < 1.3
+    assert stuck.process.alive is False
