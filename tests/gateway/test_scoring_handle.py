@@ -207,7 +207,7 @@ def test_a_child_that_exits_is_logged_and_its_spans_counted_as_not_scored(
     ]
     started = time.monotonic()
     assert handle.process.shutdown(5.0) is False
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.5  # not the 5 s deadline: the child is gone
 
 
 def test_a_child_that_exits_at_the_stop_is_not_an_error(
