@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.gateway._child import as_the_child, protobuf_request
+from tests.gateway._child import as_the_child, protobuf_request, scoring_config
 from tests.gateway._traces import openinference_rag_trace
 
-from groundwire.gateway import GatewayConfig, load_config
 from groundwire.gateway._metrics import GatewayMetrics
 from groundwire.gateway._results import ResultCapture
 from groundwire.gateway._scoring import ScoredReporter
@@ -33,19 +32,7 @@ from groundwire.gateway._worker import (
     scoring_main,
 )
 
-
-def _config(tmp_path: Path, **flags: Any) -> GatewayConfig:
-    """A gateway config scoring with quoted_spans, forwarding to a closed port."""
-    return load_config(
-        flags={
-            "forward": "http://127.0.0.1:9",
-            "evaluators": "quoted_spans",
-            "queue_dir": str(tmp_path),
-            "quiet_period_s": 0.2,
-            **flags,
-        },
-        environ={},
-    )
+pytestmark = pytest.mark.timeout(30)  # a loop that never stops fails, rather than hangs
 
 
 @pytest.fixture
@@ -57,7 +44,7 @@ def capture() -> ResultCapture:
 @pytest.fixture
 def built(tmp_path: Path, capture: ResultCapture) -> Iterator[tuple[Any, GatewayMetrics]]:
     """A scorer as the child builds it, and its metrics; shut down after the test."""
-    config = _config(tmp_path)
+    config = scoring_config(queue_dir=str(tmp_path))
     providers = build_providers(config, prometheus=False, capture=capture)
     metrics = GatewayMetrics(None)
     scorer = _build_scorer(config, metrics, providers)
@@ -78,8 +65,8 @@ def test_the_scorer_takes_its_options_from_the_gateway_config(
 ) -> None:
     """Every scoring option of the gateway's config reaches the runner and the trace window
     under its own name; the evaluator options reach their evaluator."""
-    config = _config(
-        tmp_path,
+    config = scoring_config(
+        queue_dir=str(tmp_path),
         sample_rate=0.5,
         evaluator_sample_rates={"quoted_spans": 0.25},
         judge_token_budget=5000,
@@ -112,7 +99,7 @@ def test_the_scorer_takes_its_options_from_the_gateway_config(
 
 def test_traces_scored_before_are_not_scored_again(tmp_path: Path, capture: ResultCapture) -> None:
     """The trace ids a restarted gateway passes are the scorer's `already_scored`."""
-    config = _config(tmp_path)
+    config = scoring_config(queue_dir=str(tmp_path))
     providers = build_providers(config, prometheus=False, capture=capture)
     metrics = GatewayMetrics(None)
     old = openinference_rag_trace()
@@ -142,7 +129,9 @@ def test_flushing_the_scorer_exports_its_result_spans_and_events(
 
 def test_an_option_for_an_evaluator_not_named_fails_at_start(tmp_path: Path) -> None:
     """Options for an evaluator that is not among the evaluators are an error naming both."""
-    config = _config(tmp_path, evaluator_options={"llm_judge": {"model": "x"}})
+    config = scoring_config(
+        queue_dir=str(tmp_path), evaluator_options={"llm_judge": {"model": "x"}}
+    )
     with pytest.raises(ValueError, match="not among the evaluators") as raised:
         check_evaluators(config)
     assert str(raised.value) == (
@@ -153,12 +142,16 @@ def test_an_option_for_an_evaluator_not_named_fails_at_start(tmp_path: Path) -> 
 def test_an_unknown_evaluator_or_option_fails_at_start(tmp_path: Path) -> None:
     """An evaluator name or option the registry does not know fails the check; good ones
     pass."""
-    check_evaluators(_config(tmp_path, evaluator_options={"quoted_spans": {"min_len": 5}}))
+    check_evaluators(
+        scoring_config(queue_dir=str(tmp_path), evaluator_options={"quoted_spans": {"min_len": 5}})
+    )
     with pytest.raises(Exception, match="no_such_evaluator"):
-        check_evaluators(_config(tmp_path, evaluators="no_such_evaluator"))
+        check_evaluators(scoring_config(queue_dir=str(tmp_path), evaluators="no_such_evaluator"))
     with pytest.raises(Exception, match="no_such_option"):
         check_evaluators(
-            _config(tmp_path, evaluator_options={"quoted_spans": {"no_such_option": 1}})
+            scoring_config(
+                queue_dir=str(tmp_path), evaluator_options={"quoted_spans": {"no_such_option": 1}}
+            )
         )
 
 
@@ -208,7 +201,9 @@ def test_the_loop_scores_reports_and_stops_at_the_parents_word(
     caplog.set_level(logging.ERROR, logger="groundwire.gateway")
     stopped: list[float | None] = []
     loop = threading.Thread(
-        target=lambda: stopped.append(_serve(scorer, metrics, inbox, outbox, reporter))
+        target=lambda: stopped.append(
+            _serve(scorer, metrics, inbox, outbox, reporter, lambda: True)
+        )
     )
     trace = openinference_rag_trace()
     inbox.put(("not", "a request"))
@@ -238,7 +233,7 @@ def test_the_child_scores_reports_with_the_results_and_ends_with_its_final_count
     priority, scores what it is fed and, at the parent's stop, what it holds; with a persistent
     queue the results travel in the report of their traces, and the last message is the final
     count, drained."""
-    config = _config(tmp_path)
+    config = scoring_config(queue_dir=str(tmp_path))
     inbox: queue.Queue[Any] = queue.Queue()
     outbox: queue.Queue[Any] = queue.Queue()
     trace, old = openinference_rag_trace(), openinference_rag_trace()

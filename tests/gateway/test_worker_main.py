@@ -12,28 +12,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.gateway._child import as_the_child, protobuf_request
+import pytest
+from tests.gateway._child import as_the_child, protobuf_request, scoring_config
 from tests.gateway._traces import openinference_rag_trace
 
 from groundwire import RagTurn, Score, get_evaluator, register_evaluator
-from groundwire.gateway import GatewayConfig, load_config
 from groundwire.gateway._worker import scoring_main
 
+pytestmark = pytest.mark.timeout(30)  # a loop that never stops fails, rather than hangs
+
 _SLOW_S = 3.0
-
-
-def _config(tmp_path: Path, **flags: Any) -> GatewayConfig:
-    """A gateway config with a persistent queue, forwarding to a closed port."""
-    return load_config(
-        flags={
-            "forward": "http://127.0.0.1:9",
-            "evaluators": "quoted_spans",
-            "queue_dir": str(tmp_path),
-            "quiet_period_s": 0.2,
-            **flags,
-        },
-        environ={},
-    )
 
 
 def _messages(outbox: queue.Queue[Any]) -> list[Any]:
@@ -52,7 +40,7 @@ def test_at_the_parents_stop_the_child_does_not_leave_as_an_orphan(tmp_path: Pat
     inbox.put((protobuf_request(openinference_rag_trace()), 3, time.monotonic(), (4,)))
     inbox.put(("stop", 3.0))
     with as_the_child():
-        scoring_main(_config(tmp_path), inbox, outbox, logging.INFO)
+        scoring_main(scoring_config(queue_dir=str(tmp_path)), inbox, outbox, logging.INFO)
     final = _messages(outbox)[-1]
     assert (final["final"], final["drained"], final["open_traces"]) == (True, True, 0)
     assert final["turns"]["scored"] == 1
@@ -81,7 +69,9 @@ def test_the_child_keeps_the_deadline_the_parent_sent(tmp_path: Path) -> None:
     outbox: queue.Queue[Any] = queue.Queue()
     inbox.put((protobuf_request(openinference_rag_trace()), 3, time.monotonic(), (4,)))
     inbox.put(("stop", 1.0))
-    config = _config(tmp_path, evaluators=_SlowTurn.name, shutdown_timeout_s=10.0)
+    config = scoring_config(
+        queue_dir=str(tmp_path), evaluators=_SlowTurn.name, shutdown_timeout_s=10.0
+    )
     with as_the_child():
         started = time.monotonic()
         scoring_main(config, inbox, outbox, logging.INFO)

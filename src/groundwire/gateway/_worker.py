@@ -3,8 +3,9 @@
 The receiving process only puts each traces request (its protobuf bytes: those that arrived, or
 the one encoding of an OTLP/JSON request; and the receiver's span count) on a bounded
 inter-process queue (`ScoringProcess.feed`: never blocks; a full queue counts the spans as
-`not_scored`). The child (`scoring_main`, lowered priority) runs one loop: it
-takes a request, has the `Scorer` decode it and group its spans by trace, submits the turns of
+`not_scored`). The child (`scoring_main`: the process set-up, lowered priority; then
+`score_until_stopped`, which takes the parent check as an argument) runs one loop: it takes a
+request, has the `Scorer` decode it and group its spans by trace, submits the turns of
 due traces straight to the background runner (no queue or thread between), and the runner's
 emitter exports the carrier spans, result events and evaluation metrics to the downstream with
 the child's own providers. Every half second it sends its counts back, which `/healthz` and the
@@ -129,13 +130,17 @@ def _stats(
 
 
 def _serve(
-    scorer: Any, metrics: GatewayMetrics, inbox: Any, outbox: Any, reporter: Any
+    scorer: Any,
+    metrics: GatewayMetrics,
+    inbox: Any,
+    outbox: Any,
+    reporter: Any,
+    parent_alive: Callable[[], bool],
 ) -> float | None:
     """The child's loop: score fed requests, submit due traces, hand scored traces to the
     `reporter` every 50 ms and report counts every half second; returns the shutdown deadline
-    the parent sent, None when the parent is gone."""
+    the parent sent, None when `parent_alive` says the parent is gone."""
     last = last_scored = 0.0
-    parent = multiprocessing.parent_process()
     while True:
         try:
             item = inbox.get(timeout=_TICK_S)
@@ -152,7 +157,7 @@ def _serve(
             logger.exception("scoring step failed; the telemetry was still forwarded")
         if now - last_scored >= _SCORED_EVERY_S:
             last_scored = now
-            if parent is not None and not parent.is_alive():
+            if not parent_alive():
                 # the gateway was killed (SIGKILL, OOM) without stopping us: nobody will send
                 # the stop, and the queue never ends (this process holds its write end too)
                 logger.warning("the gateway process is gone; the scoring process stops")
@@ -168,18 +173,43 @@ def _serve(
 def scoring_main(
     config: GatewayConfig, inbox: Any, outbox: Any, log_level: int, scored: Any = ()
 ) -> None:
-    """The child process: decode, group, score, export, report counts; stop on `_STOP`."""
+    """The child process's entry: ignore the terminal's signals, log, lower the priority, then
+    `score_until_stopped`; the orphan of a persistent queue exits at once."""
     import signal
-
-    from groundwire.gateway._results import ResultCapture
-    from groundwire.gateway._scoring import ScoredReporter  # the child's imports, not the parent's
-    from groundwire.gateway._telemetry import build_providers
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with contextlib.suppress(OSError):
         os.nice(_NICE)
+    parent = multiprocessing.parent_process()  # None when run as the main process
+    alive = parent.is_alive if parent is not None else _always
+    if not score_until_stopped(config, inbox, outbox, scored, alive):
+        logging.shutdown()
+        os._exit(0)  # no exit handlers: the runner's threads and the providers are left as is
+
+
+def _always() -> bool:
+    """The parent check of a child that has no parent process to watch."""
+    return True
+
+
+def score_until_stopped(
+    config: GatewayConfig,
+    inbox: Any,
+    outbox: Any,
+    scored: Iterable[str],
+    parent_alive: Callable[[], bool],
+) -> bool:
+    """The child's work: decode, group, score, export and report counts until the parent's
+    `_STOP`, then score what it holds within the deadline the stop carries and send the final
+    counts. Without a stop, when `parent_alive` says the gateway is gone, it scores what it
+    holds within the config's shutdown timeout and sends nothing; with a persistent queue it
+    returns False at once instead (the caller exits: the queue holds those traces)."""
+    from groundwire.gateway._results import ResultCapture
+    from groundwire.gateway._scoring import ScoredReporter  # the child's imports, not the parent's
+    from groundwire.gateway._telemetry import build_providers
+
     # with a persistent queue the results are not exported from here: they travel with the
     # report of their traces, to be committed with it (exactly once across a crash)
     capture = ResultCapture() if config.queue_dir is not None else None
@@ -191,15 +221,14 @@ def scoring_main(
         lambda done, ids, results: outbox.put({"scored": (done, ids, results)}),
         None if capture is None else lambda ids, last: capture.take(ids, everything=last),
     )
-    deadline_s = _serve(scorer, metrics, inbox, outbox, reporter)
+    deadline_s = _serve(scorer, metrics, inbox, outbox, reporter, parent_alive)
     orphaned = deadline_s is None
     if orphaned and config.queue_dir is not None:
         # the persistent queue holds these traces and the next gateway scores them: scoring
         # them here too would give them two results (and the results not yet committed with
         # their scored mark are scored again by the next gateway, not sent from here)
         logger.warning("the open traces are left to the next start (persistent queue)")
-        logging.shutdown()
-        os._exit(0)
+        return False
     if deadline_s is None:
         deadline_s = config.shutdown_timeout_s
     started = time.monotonic()
@@ -209,6 +238,7 @@ def scoring_main(
     providers.shutdown(max(0.5, deadline_s - (time.monotonic() - started)))
     if not orphaned:
         outbox.put(_stats(scorer, metrics, final=True, drained=drained))
+    return True
 
 
 class ScoringProcess:
@@ -221,11 +251,14 @@ class ScoringProcess:
         *,
         scored: Iterable[str] = (),
         on_scored: Callable[..., None] | None = None,
+        main: Callable[..., None] = scoring_main,
     ) -> None:
         """Start the child (spawned: a clean interpreter, no inherited threads or sockets);
         the traces in `scored` are not scored again; `on_scored(requests, trace_ids[, results])`
         hears of the queued requests done for scoring, the traces scored and (with a
-        persistent queue) their evaluation results as OTLP requests (`ResultRequest`)."""
+        persistent queue) their evaluation results as OTLP requests (`ResultRequest`). `main`
+        is the child's entry, given (config, inbox, outbox, log level, scored): `scoring_main`,
+        or another module-level function speaking the same messages."""
         context = multiprocessing.get_context("spawn")
         self._metrics = metrics
         self._on_scored = on_scored
@@ -233,7 +266,7 @@ class ScoringProcess:
         self._outbox: Any = context.Queue()
         level = logging.getLogger("groundwire").getEffectiveLevel()
         self._process = context.Process(
-            target=scoring_main,
+            target=main,
             args=(config, self._inbox, self._outbox, level, frozenset(scored)),
             name="groundwire-gateway-scoring",
             daemon=True,
