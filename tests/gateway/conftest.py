@@ -9,6 +9,7 @@ ready line it logs.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 import re
@@ -29,6 +30,16 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from groundwire.testing._otlp_decode import ReceivedSpan, decode_spans
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _unfreeze() -> Iterator[None]:
+    """`Gateway.run` in a test's process freezes the garbage collector's view of what lives then
+    (right for a gateway process); give the test process its collector back afterwards."""
+    yield
+    gc.unfreeze()
+
+
 _READY = re.compile(r"gateway ready: http=https?://[^\s:]+:(\d+) grpc=(?:[^\s]+:(\d+)|off)")
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import gc
 import logging
 import os
 import signal
@@ -16,7 +15,7 @@ import socket
 import ssl
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -24,31 +23,19 @@ from typing import Any
 import aiohttp
 import grpc  # type: ignore[import-untyped]
 import pytest
+from tests.gateway._in_process import gateway_config as _config
 from tests.gateway._scripted import HttpDownstream, http_downstream, traces_request
 
 from groundwire import semconv
-from groundwire.gateway import Gateway, ShutdownReport, load_config
+from groundwire.gateway import Gateway, ShutdownReport
 from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._server import _open_queue, _server_ssl, _transport, check_listen
 from groundwire.gateway._signals import CONTENT_PROTOBUF, SIGNALS
 from groundwire.gateway._transport import GrpcTransport, HttpTransport
 
 
-def _config(forward: str, **flags: Any) -> Any:
-    settings = {"forward": forward, "listen": "127.0.0.1:0", "senders": 1, **flags}
-    return load_config(flags=settings, environ={})
-
-
 def _run(scenario: Callable[[], Coroutine[Any, Any, None]]) -> None:
     asyncio.run(scenario())
-
-
-@pytest.fixture(autouse=True)
-def _unfreeze() -> Iterator[None]:
-    """`Gateway.run` freezes the garbage collector's view of what lives then (right for a
-    gateway process); give the test process its collector back afterwards."""
-    yield
-    gc.unfreeze()
 
 
 @asynccontextmanager

@@ -9,7 +9,6 @@ real OTLP/HTTP downstream on 127.0.0.1, certificates made with openssl."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import socket
@@ -17,30 +16,19 @@ import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+from tests.gateway._in_process import gateway_config as _config
 from tests.gateway._scripted import http_downstream, make_certificates, traces_request
 
-from groundwire.gateway import Gateway, ShutdownReport, load_config
+from groundwire.gateway import Gateway, ShutdownReport
 from groundwire.gateway._results import ResultRequest
 from groundwire.gateway._server import check_listen
 from groundwire.gateway._signals import CONTENT_PROTOBUF
-
-
-def _config(forward: str, **flags: Any) -> Any:
-    settings = {"forward": forward, "listen": "127.0.0.1:0", "senders": 1, **flags}
-    return load_config(flags=settings, environ={})
-
-
-@pytest.fixture(autouse=True)
-def _unfreeze() -> Iterator[None]:
-    """`Gateway.run` freezes the collector's view; give the test process it back afterwards."""
-    yield
-    gc.unfreeze()
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,12 @@ forwarding-only paths are in test_server.py."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 from tests.gateway._scripted import http_downstream
 from tests.gateway._traces import openinference_rag_trace, request
 
@@ -36,13 +34,6 @@ def _config(forward: str, **flags: Any) -> Any:
         **flags,
     }
     return load_config(flags=settings, environ={})
-
-
-@pytest.fixture(autouse=True)
-def _unfreeze() -> Iterator[None]:
-    """`Gateway.run` freezes the collector's view; give the test process it back afterwards."""
-    yield
-    gc.unfreeze()
 
 
 async def _until(predicate: Callable[[], bool], what: str, timeout_s: float = 30) -> None:

@@ -5,30 +5,15 @@ gateway's meter provider (flushed at the stop). Real parts, a scripted real down
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import aiohttp
-import pytest
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+from tests.gateway._in_process import gateway_config as _config
 from tests.gateway._scripted import http_downstream
 
 from groundwire import semconv
-from groundwire.gateway import Gateway, ShutdownReport, load_config
-
-
-def _config(forward: str, **flags: Any) -> Any:
-    settings = {"forward": forward, "listen": "127.0.0.1:0", "senders": 1, **flags}
-    return load_config(flags=settings, environ={})
-
-
-@pytest.fixture(autouse=True)
-def _unfreeze() -> Iterator[None]:
-    """`Gateway.run` freezes the collector's view; give the test process it back afterwards."""
-    yield
-    gc.unfreeze()
+from groundwire.gateway import Gateway, ShutdownReport
 
 
 def test_the_uptime_counts_seconds_since_the_gateway_was_built_to_the_millisecond() -> None:

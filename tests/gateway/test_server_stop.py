@@ -8,33 +8,21 @@ on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+from tests.gateway._in_process import gateway_config as _config
 from tests.gateway._scripted import http_downstream
 from tests.gateway._traces import openinference_rag_trace, request
 
-from groundwire.gateway import Gateway, ShutdownReport, load_config
+from groundwire.gateway import Gateway, ShutdownReport
 from groundwire.gateway._signals import CONTENT_JSON
-
-
-def _config(forward: str, **flags: Any) -> Any:
-    settings = {"forward": forward, "listen": "127.0.0.1:0", "senders": 1, **flags}
-    return load_config(flags=settings, environ={})
-
-
-@pytest.fixture(autouse=True)
-def _unfreeze() -> Iterator[None]:
-    """`Gateway.run` freezes the collector's view; give the test process it back afterwards."""
-    yield
-    gc.unfreeze()
 
 
 async def _until(predicate: Callable[[], bool], timeout_s: float = 10) -> None:
