@@ -233,6 +233,19 @@ def test_phoenix_annotations_without_any_span_exporter_say_so(
     assert "(they go to: no exporter groundwire can see)" in line
 
 
+def test_a_phoenix_under_a_path_prefix_keeps_the_prefix_in_the_traces_url(
+    telemetry: Telemetry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Phoenix behind a proxy path: only the trailing slash goes, the prefix stays whole."""
+    url = f"{_free_url()}/PHOENIX"
+    with caplog.at_level(logging.WARNING, logger="groundwire"):
+        _configure(
+            telemetry, evaluators=[HasContext()], events="span", phoenix_annotations=f"{url}/"
+        )
+    (line,) = _messages(caplog, logging.WARNING, "groundwire: phoenix_annotations")
+    assert f"export the spans to {url}/v1/traces too" in line
+
+
 def test_a_file_route_names_the_absolute_file_or_nothing(tmp_path: Path) -> None:
     """`file <absolute path>`, or "" for a choice without a file."""
     relative = Path("t.jsonl")
