@@ -105,14 +105,15 @@ def score_batches(
 
 
 def cut(total: int, rows: int, workers: int) -> list[tuple[int, int]]:
-    """A range of `total` assembled traces -> its scoring slices (row ranges): slices of about
-    equal size, at most `rows` traces each, and at least `workers` of them (a small input is one
-    range: its traces still spread over the workers); none for an empty range."""
+    """A range of `total` assembled traces -> its scoring slices (row ranges): at most `rows`
+    traces each, one trace apart in size at most, and at least `workers` of them (a small input
+    is one range: its traces still spread over the workers); none for an empty range."""
     if total <= 0:
         return []
     count = max(-(-total // max(1, rows)), min(max(1, workers), total))
-    size = -(-total // count)
-    return [(start, min(total, start + size)) for start in range(0, total, size)]
+    size, longer = divmod(total, count)  # the first `longer` slices take one trace more
+    ends = [(index + 1) * size + min(index + 1, longer) for index in range(count)]
+    return list(zip([0, *ends[:-1]], ends, strict=True))
 
 
 def assemble_and_score_batches(
