@@ -163,6 +163,12 @@ def phases(run: dict[str, Any], timeline: list[dict[str, Any]], cpu: ProcessCpu)
     }
 
 
+def _assembles_only(name: str) -> bool:
+    """True for an assemble task of its own (not a range's first scoring task, which assembles
+    the range and scores a slice)."""
+    return "assemble_" in name and "score_batches" not in name
+
+
 def _worker_slots(tasks: list[dict[str, Any]], first: float) -> dict[str, float]:
     """From the first scoring task's start (`first`, Unix seconds) to each Ray worker's last
     task: the seconds its assemble tasks took (in a CPU slot scoring could have used) and the
@@ -178,7 +184,7 @@ def _worker_slots(tasks: list[dict[str, Any]], first: float) -> dict[str, float]
         )
         if not any("score_batches" in e["cat"] + e["name"] for e in mine):
             continue
-        assembling += sum(e["dur"] for e in mine if "assemble_" in e["cat"] + e["name"]) / 1e6
+        assembling += sum(e["dur"] for e in mine if _assembles_only(e["cat"] + e["name"])) / 1e6
         idle += sum(b["ts"] - a["ts"] - a["dur"] for a, b in itertools.pairwise(mine)) / 1e6
     return {"assembling": assembling, "idle": idle}
 
