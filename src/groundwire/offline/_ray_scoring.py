@@ -170,6 +170,11 @@ class _Scoring:
         self.ray = ray
         self.ranges = ranges
         self.workers = max(1, plan[2])
+        cpus = ray.cluster_resources().get("CPU", 0)
+        self.slots = self.workers * (2 if self.workers >= cpus else 1)
+        """Tasks submitted at most and not yet ended: a spare one a worker when the cluster's
+        CPUs cap the workers anyway (Ray starts it the moment a task ends, on the node that
+        fetched its inputs meanwhile, instead of after the driver's round trip)."""
         self.shared = ray.put(plan[0])
         self.plan = (plan[1], self.workers)
         self.args = args
@@ -183,9 +188,10 @@ class _Scoring:
         """Slices submitted and not yet handed on (their rows kept in Ray's object store)."""
 
     def submit(self) -> None:
-        """Fill the free scoring slots: the earliest cut range's next slice, else the next
-        range's first task; past `workers * _AHEAD` slices held, only the oldest range's."""
-        while len(self.running) < self.workers:
+        """Fill the free scoring slots (and the spare ones): the earliest cut range's next slice,
+        else the next range's first task; past `workers * _AHEAD` slices held, only the oldest
+        range's."""
+        while len(self.running) < self.slots:
             pending = next((r for r in self.open if r.rest), None)
             oldest = pending is not None and pending is self.open[0] and not pending.results
             if self.held >= self.workers * _AHEAD and not oldest:
