@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from groundwire.offline._ray_reads import read_ranges
-from groundwire.offline._ray_scoring import assemble_and_score_batches, cut, score_batches
+from groundwire.offline._ray_scoring import (
+    assemble_and_score_batches,
+    cut,
+    score_batches,
+    slicing,
+)
 from tests.offline._traces import record_turns, write_groundwire_jsonl
 
 pytest.importorskip("pyarrow", reason="the ray extra (pyarrow) is not installed")
@@ -36,6 +41,17 @@ def test_a_range_is_cut_into_about_equal_slices_for_every_worker(
     slices = cut(total, rows, workers)
     assert [end - start for start, end in slices] == sizes
     assert [start for start, _ in slices] + [total] == [0] + [end for _, end in slices]
+
+
+def test_a_task_per_whole_range_once_there_are_several_ranges_a_worker() -> None:
+    """16 ranges for 2 workers (the benchmark's): a task per range, never cut; 7 for 2, or one
+    range of a small input: slices of at most `rows`, at least a slice a worker."""
+    assert slicing(16, 2, 256) == (2**62, 1)
+    assert slicing(8, 2, 256) == (2**62, 1)
+    assert [len(cut(876, *slicing(16, 2, 256)))] == [1]
+    assert slicing(7, 2, 256) == (256, 2)
+    assert slicing(1, 2, 4) == (4, 2)
+    assert slicing(32, 16, 256) == (256, 16)
 
 
 def _pieces(tmp_path: Path, turns: int) -> list[list[tuple[str, bytes]]]:

@@ -49,7 +49,12 @@ from groundwire.offline._ray_stages import assemble_blocks, score_batch
 __all__ = ["score_blocks"]
 
 _BLOCK_CHUNKS = 4
-"""Chunks of traces a scoring task takes: small blocks spread the work over all workers."""
+"""Chunks of traces a scoring task takes at most when the ranges are too few to spread the work
+over the workers by themselves (`slicing`)."""
+
+_RANGES_A_WORKER = 4
+"""Ranges a worker at least for a task per whole range (`slicing`): with fewer, a worker that
+ends its last range early would wait for the others' (the run's tail)."""
 
 _AHEAD = 4
 """Finished blocks kept at most per worker while an earlier block still runs (bounds the
@@ -102,6 +107,17 @@ def score_batches(
         for name, values in out.items():
             values.extend(done[name])
     return out
+
+
+def slicing(ranges: int, workers: int, rows: int) -> tuple[int, int]:
+    """How a run's key ranges are cut into scoring tasks (`cut`'s `rows` and `workers`): a task
+    per whole range when there are `_RANGES_A_WORKER` ranges a worker or more (each range is
+    assembled once, in the task that scores it: no table passed on, no slice waiting for its
+    range's first task), else slices of at most `rows` traces, at least `workers` a range (a
+    small input is one range: its traces still spread over the workers)."""
+    if ranges >= _RANGES_A_WORKER * max(1, workers):
+        return 2**62, 1
+    return rows, workers
 
 
 def cut(total: int, rows: int, workers: int) -> list[tuple[int, int]]:
@@ -159,25 +175,21 @@ class _Scoring:
     """The driver's side of `score_blocks`: what is submitted, running and not yet handed on."""
 
     def __init__(
-        self,
-        ray: Any,
-        ranges: Iterator[list[Any]],
-        plan: tuple[Any, int, int],
-        args: tuple[Any, ...],
+        self, ray: Any, ranges: Iterator[list[Any]], workers: int, plan: tuple[Any, Any, Any]
     ) -> None:
-        """`plan`: (the context of `assemble_range`, rows a slice at most, workers); `args`:
-        the scoring tasks' arguments after the table (`score_batches`: run ... batch_size)."""
+        """`plan`: the context of `assemble_range`, how to cut a range (`slicing`) and the
+        scoring tasks' arguments after the table (`score_batches`: run ... batch_size)."""
         self.ray = ray
         self.ranges = ranges
-        self.workers = max(1, plan[2])
+        self.workers = max(1, workers)
         cpus = ray.cluster_resources().get("CPU", 0)
         self.slots = self.workers * (2 if self.workers >= cpus else 1)
         """Tasks submitted at most and not yet ended: a spare one a worker when the cluster's
         CPUs cap the workers anyway (Ray starts it the moment a task ends, on the node that
         fetched its inputs meanwhile, instead of after the driver's round trip)."""
         self.shared = ray.put(plan[0])
-        self.plan = (plan[1], self.workers)
-        self.args = args
+        self.plan: tuple[int, int] = plan[1]
+        self.args: tuple[Any, ...] = plan[2]
         self.first_task = ray.remote(num_cpus=1, num_returns=3)(assemble_and_score_batches)
         self.task = ray.remote(num_cpus=1)(score_batches)
         self.open: deque[_Range] = deque()
@@ -251,16 +263,17 @@ def score_blocks(
     parts: PartsPlace | LinesPlace | None,
     chunk_size: int,
     workers: int,
+    range_count: int,
 ) -> Iterator[dict[str, list[Any]]]:
-    """Assemble and score the key `ranges` (each the object refs of its pieces, in key order;
-    `context` is (expected answers, turns to skip)) on at most `workers` tasks at a time; yield
-    each slice's rows in order. Unfinished scoring tasks are cancelled when the caller stops
-    early (a stop request, an error)."""
+    """Assemble and score the key `ranges` (`range_count` of them, each the object refs of its
+    pieces, in key order; `context` is (expected answers, turns to skip)) on at most `workers`
+    tasks at a time; yield each slice's rows in order. Unfinished scoring tasks are cancelled
+    when the caller stops early (a stop request, an error)."""
     # A part per slice when the workers write: a Parquet file per chunk costs more than the
     # chunk's scoring (the file's fixed cost); the rows travel nowhere either way.
     size = chunk_size if parts is None else 2**62
-    plan = (context, chunk_size * _BLOCK_CHUNKS, workers)
-    scoring = _Scoring(ray, ranges, plan, (run, spec, concurrency, parts, size))
+    cuts = slicing(range_count, workers, chunk_size * _BLOCK_CHUNKS)
+    scoring = _Scoring(ray, ranges, workers, (context, cuts, (run, spec, concurrency, parts, size)))
     try:
         while True:
             scoring.submit()

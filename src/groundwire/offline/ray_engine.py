@@ -175,6 +175,7 @@ def _scored(ray: Any, job: _Job) -> Generator[dict[str, Any], None, None]:
         parts=job.parts,
         chunk_size=job.chunk_size,
         workers=job.workers,
+        range_count=reads.ranges,
     )
 
 
