@@ -1,13 +1,14 @@
-"""The Ray engine's assemble and score stages as plain Ray tasks submitted by the driver: the
-first task of a key range assembles its traces and scores their first slice (of at most 4
-chunks), tasks on the range's other slices score the rest, at most `workers` at a time, the
-results handed back in key order.
+"""The Ray engine's assemble and score stages as plain Ray tasks submitted by the driver: a
+key range's first task assembles its traces and scores them (the whole range when there are 4
+ranges a worker or more, else its first slice of at most 4 chunks, tasks on the other slices
+scoring the rest), at most `workers` at a time, the results handed back in key order.
 
 ```python
 reads = ReadRanges(ray, paths, fmt=None, strict=False)   # `_ray_reads`
 ...                                                      # its counters, then:
 for rows in score_blocks(ray, reads.take(), context=(expected, skip), run=run, spec=spec,
-                         concurrency=8, parts=None, chunk_size=64, workers=2):
+                         concurrency=8, parts=None, chunk_size=64, workers=2,
+                         range_count=reads.ranges):
     ...  # the rows of one slice, in `order_key` order: {"kind", "payload", "turns", "scores"}
 ```
 
@@ -20,18 +21,21 @@ the same blocks ran two at a time (1.56-1.58). Every read has ended before a ran
 assembled (a trace's last span may be in the last file), so the driver submits the tasks
 itself, a range at a time in key order.
 
-Why a range is assembled in its first scoring task, not in a task of its own (what it was): an
-assemble task needs a CPU, so while every scoring slot was busy no range could be assembled,
-and a slot that came free waited for the next range's assembly (two workers on the two-node
-cluster: two scoring tasks at once for 2.97 of 5.82 s, the workers idle between tasks 1.95 s
-summed; an assemble task with `num_cpus=0` made Ray start more worker processes, 2-4x the CPU).
-Now a free slot always has work: the next slice of a range already cut (preferred: the ranges
-in flight stay few), else the next range's first task. The first task hands back the
-assembled table (kept in Ray's object store; the driver never fetches it) and the range's
-slices; the driver then submits a task per other slice on that table (`ray.wait`), and keeps
-the results until the slices before theirs are handed on. Each scoring task scores its slice
-in chunks of `chunk_size` traces (with `parts`: the whole slice at once, one part file), as the
-`map_batches` calls did.
+Why a range is assembled in a scoring task, not in a task of its own (what it was): an assemble
+task needs a CPU, so while every scoring slot was busy no range could be assembled, and a slot
+that came free waited for the next range's assembly (two workers on the two-node cluster: two
+scoring tasks at once for 2.97 of 5.82 s, the workers idle between tasks 1.95 s summed; an
+assemble task with `num_cpus=0` made Ray start more worker processes, 2-4x the CPU). Now a free
+slot always has work (`_Scoring.submit`): the next slice of a range already cut (preferred: the
+ranges in flight stay few), else the next range's first task. A task per whole range
+(`slicing`) when the ranges are plenty: nothing to pass on, one task and one result a range. A
+range cut into slices hands back its assembled table from its first task (kept in Ray's object
+store; the driver never fetches it) with the slices (`cut`); the driver then submits a task per
+other slice on that table. Results wait (as refs) until the slices before theirs are handed on,
+at most `_AHEAD` a worker. When the cluster's CPUs cap the workers anyway, a spare task a worker
+is kept submitted, so Ray starts it as a task ends instead of after the driver's round trip.
+Each scoring task scores its rows in chunks of `chunk_size` traces (with `parts`: all at once,
+one part file a task), as the `map_batches` calls did.
 """
 
 from __future__ import annotations
