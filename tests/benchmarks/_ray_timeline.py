@@ -232,7 +232,7 @@ _PHASES = (
     ("assembling_while_scoring_s", "... of which while scoring ran"),
     ("scoring_s", "score and write the parts (`*score_batches` tasks)"),
     ("two_scoring_tasks_s", "... of which two scoring tasks ran at once"),
-    ("first_tasks_s", "... ranges' first tasks: assemble, score a slice (sum)"),
+    ("first_tasks_s", "... ranges' first tasks: assemble, score the range or a slice (sum)"),
     (
         "assembling_on_scoring_workers_s",
         "... assemble tasks of their own on the scoring workers (sum)",
