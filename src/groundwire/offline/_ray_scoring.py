@@ -62,8 +62,9 @@ _RANGES_A_WORKER = 4
 ends its last range early would wait for the others' (the run's tail)."""
 
 _AHEAD = 4
-"""Finished blocks kept at most per worker while an earlier block still runs (bounds the
-driver's memory when one task is slow: the others then wait instead of running ahead)."""
+"""Finished tasks' results kept at most per worker while an earlier task still runs (bounds
+the object store's share of results when one task is slow: the others then wait instead of
+running ahead; the driver fetches one result at a time)."""
 
 _SETTLE_S = 30.0
 """How long a stopped run waits for its cancelled scoring tasks to end (they end at once unless
@@ -74,9 +75,9 @@ COLUMNS = ("kind", "payload", "turns")
 
 
 def assemble_range(context: Any, *pieces: list[tuple[str, bytes]]) -> tuple[Any, int]:
-    """In a Ray task: one key range's fragments (its piece from every read task, `_ray_reads`)
-    -> an Arrow table of its traces (`assemble_blocks`, in `order_key` order) and its row count
-    (a second return, so the driver can cut the table into scoring slices without fetching it).
+    """In a range's first scoring task (`assemble_and_score_batches`): one key range's
+    fragments (its piece from every read task, `_ray_reads`) -> an Arrow table of its traces
+    (`assemble_blocks`, in `order_key` order) and its row count (to `cut` it into slices).
 
     The sort is stable: a trace's fragments keep the files' order and each file's (a span read
     twice: the last read wins, as in the local engine).
@@ -268,10 +269,11 @@ def score_blocks(
     pieces, in key order; `context` is (expected answers, turns to skip)) on at most `workers`
     tasks at a time; yield each slice's rows in order. Unfinished scoring tasks are cancelled
     when the caller stops early (a stop request, an error)."""
-    # A part per slice when the workers write: a Parquet file per chunk costs more than the
+    # A part per 4 chunks when the workers write: a Parquet file per chunk costs more than the
     # chunk's scoring (the file's fixed cost); the rows travel nowhere either way.
-    size = chunk_size if parts is None else 2**62
-    cuts = slicing(range_count, workers, chunk_size * _BLOCK_CHUNKS)
+    rows_at_most = chunk_size * _BLOCK_CHUNKS
+    size = chunk_size if parts is None else rows_at_most
+    cuts = slicing(range_count, workers, rows_at_most)
     scoring = _Scoring(ray, ranges, workers, (context, cuts, (run, spec, concurrency, parts, size)))
     try:
         while True:
@@ -280,8 +282,11 @@ def score_blocks(
                 rows = scoring.step()
             except StopIteration:
                 return
-            if rows is not None and rows["kind"]:  # an empty range has no rows
-                yield rows
+            if rows is None:  # a task ended; its rows may not be the next ones
+                continue
+            # A whole range's rows in pieces of 4 chunks: the driver decodes a piece at a time.
+            for start in range(0, len(rows["kind"]), rows_at_most):
+                yield {name: values[start : start + rows_at_most] for name, values in rows.items()}
     finally:
         _cancel(ray, scoring.unfinished())
 
