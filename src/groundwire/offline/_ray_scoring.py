@@ -35,8 +35,9 @@ other slice on that table. Results wait (as refs) until the slices before theirs
 at most `_AHEAD` a worker. No spare task is kept submitted beyond `workers` (measured: with a
 task per range it saved nothing, 0.59 against 0.71 s idle summed over two workers; and waiting
 tasks would make an autoscaling cluster add nodes beyond `--workers`). Each scoring task
-scores its rows in chunks of `chunk_size` traces (with `parts`: all at once, one part file a
-task), as the `map_batches` calls did.
+scores its rows in chunks of `chunk_size` traces (with `parts`: 4 chunks at a time, one part
+file each), as the `map_batches` calls did; the driver hands a task's rows on 4 chunks at a
+time.
 """
 
 from __future__ import annotations

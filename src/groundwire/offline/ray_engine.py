@@ -30,7 +30,7 @@ Results stream back to the driver, which parses turns and scores with pydantic's
 parser (one call per trace) and writes OUT (the same writers and `--resume` path as the
 local engine) and exports telemetry. A `.parquet` OUT with no export and no results hook is
 written by the scoring tasks themselves instead (`parts`, see `_ray_parts`): one whole part
-file per scoring task, only counters and tallies come back to the driver. A `.jsonl` or `.csv`
+file per 4 chunks of traces, only counters and tallies come back to the driver. A `.jsonl` or `.csv`
 OUT with no export and no hook is encoded by the scoring tasks (`_ray_lines`): each task's lines
 come back as one byte string, which the driver appends to OUT as it is (no turn or score
 decoded). The ranges are in key order and each is sorted by key, so the output order is
