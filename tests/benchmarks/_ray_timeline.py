@@ -4,11 +4,13 @@
 samples /proc (every 0.1 s) for the driver and every process below each node's `ray start`
 (raylet, GCS, Ray's daemons, the worker processes) and files each CPU increment under the node
 and the kind of process at that moment (a worker's title names the task it runs:
-`ray::read_ranges`, `ray::score_batches`, `ray::IDLE`). The driver records each run's window
-and, at the end, Ray's task timeline (`ray.timeline()`); `phases` cuts a run into its phases
-from that timeline (start to the first read task, reading, the shuffle when there is one,
-assembling, scoring, the driver's tail) and sums the CPU of each kind of process over the run;
-`bound` applies Amdahl's law to those figures.
+`ray::read_ranges`, `ray::score_batches`, `ray::IDLE`; a range's first task,
+`ray::assemble_and_score_batches`, assembles the range and scores: it counts as scoring). The
+driver records each run's window and, at the end, Ray's task timeline (`ray.timeline()`);
+`phases` cuts a run into its phases from that timeline (start to the first read task, reading,
+the shuffle when there is one, assemble tasks of their own when there are, scoring, the
+driver's tail) and sums the CPU of each kind of process over the run; `bound` applies Amdahl's
+law to those figures.
 
 A worker's title is read at the sample, so the CPU of a task that ended between two samples is
 filed under `IDLE` (counted with scoring: scoring tasks are most of the tasks).
@@ -34,7 +36,7 @@ def _kind(command: bytes) -> str:
         task = first[5:]
         if "score_batch" in task or task.startswith("IDLE"):
             return "scoring tasks (and idle workers)"
-        if "assemble_" in task or "MapBatches" in task:
+        if "assemble_" in task or "MapBatches" in task:  # assemble tasks of their own
             return "assemble tasks"
         if any(name in task for name in _READ):
             return "read and shuffle tasks"
@@ -126,7 +128,9 @@ def phases(run: dict[str, Any], timeline: list[dict[str, Any]], cpu: ProcessCpu)
     read = _span(named("ReadFile", "read_ranges"), start)
     shuffle = _span(named("sort_task_spec"), start, empty=read[1])
     assemble = _span(named("assemble_blocks", "assemble_sorted", "assemble_range"), start)
-    scoring = named("score_batches")
+    assemble = assemble if assemble != (0.0, 0.0) else (shuffle[1], shuffle[1])
+    scoring = named("score_batches")  # with the ranges' first tasks, which assemble
+    firsts = named("assemble_and_score_batches")
     score = _span(scoring, start)
     points = sorted(
         [(e["ts"] / 1e6, 1) for e in scoring] + [((e["ts"] + e["dur"]) / 1e6, -1) for e in scoring]
@@ -152,10 +156,17 @@ def phases(run: dict[str, Any], timeline: list[dict[str, Any]], cpu: ProcessCpu)
         "scoring_s": score[1] - score[0],
         "two_scoring_tasks_s": two,
         "assembling_on_scoring_workers_s": slots["assembling"],
+        "first_tasks_s": sum(e["dur"] for e in firsts) / 1e6,
         "scoring_workers_idle_s": slots["idle"],
         "tail_s": wall - score[1],
         "cpu_s": by_kind,
     }
+
+
+def _assembles_only(name: str) -> bool:
+    """True for an assemble task of its own (not a range's first scoring task, which assembles
+    the range and scores a slice)."""
+    return "assemble_" in name and "score_batches" not in name
 
 
 def _worker_slots(tasks: list[dict[str, Any]], first: float) -> dict[str, float]:
@@ -173,7 +184,7 @@ def _worker_slots(tasks: list[dict[str, Any]], first: float) -> dict[str, float]
         )
         if not any("score_batches" in e["cat"] + e["name"] for e in mine):
             continue
-        assembling += sum(e["dur"] for e in mine if "assemble_" in e["cat"] + e["name"]) / 1e6
+        assembling += sum(e["dur"] for e in mine if _assembles_only(e["cat"] + e["name"])) / 1e6
         idle += sum(b["ts"] - a["ts"] - a["dur"] for a, b in itertools.pairwise(mine)) / 1e6
     return {"assembling": assembling, "idle": idle}
 
@@ -217,11 +228,15 @@ _PHASES = (
     ("plan_s", "start to the first read task (plan)"),
     ("read_s", "read (8 `read_ranges` tasks: parse, fragments cut into key ranges)"),
     ("shuffle_s", "shuffle (a sort; none since the reads cut the key ranges)"),
-    ("assemble_s", "assemble after the last read (`assemble_range` tasks)"),
+    ("assemble_s", "assemble tasks of their own after the last read (`assemble_range`)"),
     ("assembling_while_scoring_s", "... of which while scoring ran"),
-    ("scoring_s", "score and write the parts (`score_batches` tasks)"),
+    ("scoring_s", "score and write the parts (`*score_batches` tasks)"),
     ("two_scoring_tasks_s", "... of which two scoring tasks ran at once"),
-    ("assembling_on_scoring_workers_s", "... assembling on the scoring workers (sum)"),
+    ("first_tasks_s", "... ranges' first tasks: assemble, score the range or a slice (sum)"),
+    (
+        "assembling_on_scoring_workers_s",
+        "... assemble tasks of their own on the scoring workers (sum)",
+    ),
     ("scoring_workers_idle_s", "... scoring workers idle between tasks (sum)"),
     ("tail_s", "driver's tail (the last task's end to the summary)"),
     ("wall_s", "**the run**"),
@@ -255,11 +270,12 @@ def markdown(scaling: dict[str, Any]) -> list[str]:
     b = {key: _median([r[key] for r in rounds]) for key in rounds[0]}
     lines += [
         "",
-        "Reading is a barrier: no scoring task starts before every read has ended and the "
-        "first key range is assembled, and that phase runs on both nodes whatever the number "
-        f"of scoring workers. Amdahl on 2 cores from the 1-worker runs (medians of {len(rounds)} "
-        f"rounds): a serial part of {b['serial_s']:.2f} s (everything before scoring, plus the "
-        "tail; assembling that overlaps scoring counts with the scoring for two workers), "
+        "Reading is a barrier: no scoring task starts before every read has ended (a range's "
+        "first scoring task assembles it: `assemble_and_score_batches`), and that phase runs on "
+        "both nodes whatever the number of scoring workers. Amdahl on 2 cores from the 1-worker "
+        f"runs (medians of {len(rounds)} rounds): a serial part of {b['serial_s']:.2f} s "
+        "(everything before scoring, plus the tail; assembling counts with the scoring: in its "
+        "tasks, or overlapping them for two workers), "
         f"{b['scoring_cpu_s']:.2f} CPU-seconds of scoring, and {b['overhead_cores']:.2f} of a "
         "core taken meanwhile by the rest of Ray (driver, raylets, GCS, daemons, actors), "
         f"which leaves the two workers {b['effective_cores']:.2f} cores: at best "

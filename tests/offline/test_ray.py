@@ -103,8 +103,9 @@ def _most_at_once(events: list[dict[str, object]]) -> int:
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_workers_caps_the_scoring_tasks_running_at_once(local_ray: None, tmp_path: Path) -> None:
-    """`workers=1` on a Ray with 2 CPUs: one scoring task at a time (the driver keeps spare
-    tasks submitted only when the CPUs cap the workers: `workers=2` here); the same rows."""
+    """`workers=1` on a Ray with 2 CPUs: one scoring task at a time (the driver keeps no task
+    submitted beyond `workers`; this small input is one key range, cut into slices of 4 chunks,
+    the first assembling it); the same rows."""
     traces = write_groundwire_jsonl(record_turns(40), tmp_path / "t.jsonl", batch=3)
     most = {}
     for workers in (1, 2):

@@ -1,6 +1,6 @@
 """The Ray engine's read stage and shuffle as plain Ray tasks: a task per file partitions its
-trace fragments into key ranges as it reads; the assemble task of range i takes range i from
-every read task. No Ray Data, no sort.
+trace fragments into key ranges as it reads; the task that assembles range i (its first
+scoring task, `_ray_scoring`) takes range i from every read task. No Ray Data, no sort.
 
 ```python
 reads = ReadRanges(ray, paths, fmt=None, strict=False)   # one task per file, started now
@@ -23,8 +23,8 @@ fragments it read since its last flush, at most `_FLUSH_BYTES` (plus one record)
 puts one object per range in Ray's object store (spilled to disk when the store is full, as the
 sort's blocks were), so the archive is held there, in pieces, until its ranges are assembled:
 what the materialized sort held. The number of ranges grows with the input (`range_count`: about
-`partition_count`'s 32 MB a range, 16 at least when there is 1 MB for each), so an assemble task
-holds one range.
+`partition_count`'s 32 MB a range, 16 at least when there is 1 MB for each), so a task that
+assembles holds one range.
 """
 
 from __future__ import annotations

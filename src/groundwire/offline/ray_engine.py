@@ -12,28 +12,30 @@ on the two-node cluster, and its sort was a barrier of its own):
    (the key's leading CRC-32 scaled: equal ranges, in key order), putting them in Ray's object
    store a range at a time every 32 MB; then it hands back the file's read counters;
 2. group and assemble (`_ray_scoring`): once every read has ended (a trace's last span may be
-   in the last file), one task per key range takes that range's pieces from every read task,
-   sorts them by key (stable: the files' order kept within a trace) and assembles each trace
-   once (`trace_turns`: the local engine's code: incomplete traces counted, evaluation spans
-   left out, gold answers attached, resumed turns skipped) and encodes its turns once, with
-   pydantic's compiled JSON encoder; submitted 4 ranges ahead of the one being scored;
-3. score: one task per slice of 4 chunks of an assembled range, at most `workers` at a time,
-   submitted by the driver in order as soon as their range is assembled, score the turns in
-   chunks with the evaluators built once per Ray worker process and run (no actor process
-   started per run); a trace's scores travel as JSON beside its turns, which pass through
-   unchanged.
+   in the last file), a range's first scoring task takes that range's pieces from every read
+   task, sorts them by key (stable: the files' order kept within a trace) and assembles each
+   trace once (`trace_turns`: the local engine's code: incomplete traces counted, evaluation
+   spans left out, gold answers attached, resumed turns skipped) and encodes its turns once,
+   with pydantic's compiled JSON encoder; in the scoring task itself, so a scoring slot never
+   waits for an assemble task;
+3. score: that task scores the range (when there are 4 ranges a worker or more), or its first
+   slice of at most 4 chunks and hands the assembled table on to a task per other slice; at most
+   `workers` tasks at a time, submitted by the driver in key order, the next one as soon as a
+   slot is free; each scores its turns in chunks with the evaluators built once per Ray worker
+   process and run (no actor process started per run); a trace's scores travel as JSON beside
+   its turns, which pass through unchanged.
    The tasks (`_ray_stages`) are in their own module; this one plans and drives the job.
 
 Results stream back to the driver, which parses turns and scores with pydantic's compiled JSON
 parser (one call per trace) and writes OUT (the same writers and `--resume` path as the
 local engine) and exports telemetry. A `.parquet` OUT with no export and no results hook is
-written by the scoring tasks themselves instead (`parts`, see `_ray_parts`): one whole part file
-per block, only counters and tallies come back to the driver. A `.jsonl` or `.csv` OUT with no
-export and no hook is encoded by the scoring tasks (`_ray_lines`): each block's lines come back
-as one byte string, which the driver appends to OUT as it is (no turn or score decoded). The
-ranges are in key order and each is sorted by key, so the output order is `order_key` (a CRC-32
-of the trace id, then the id): the local engine's order for several files, whatever the split of
-the spans into files and the order of the files.
+written by the scoring tasks themselves instead (`parts`, see `_ray_parts`): one whole part
+file per 4 chunks of traces, only counters and tallies come back to the driver. A `.jsonl` or `.csv`
+OUT with no export and no hook is encoded by the scoring tasks (`_ray_lines`): each task's lines
+come back as one byte string, which the driver appends to OUT as it is (no turn or score
+decoded). The ranges are in key order and each is sorted by key, so the output order is
+`order_key` (a CRC-32 of the trace id, then the id): the local engine's order for several
+files, whatever the split of the spans into files and the order of the files.
 
 Ray connects to `address` when given, else to `RAY_ADDRESS` when set, else starts a local
 instance (what CI uses); an address where nothing answers raises `RayAddressError` within
@@ -175,6 +177,7 @@ def _scored(ray: Any, job: _Job) -> Generator[dict[str, Any], None, None]:
         parts=job.parts,
         chunk_size=job.chunk_size,
         workers=job.workers,
+        range_count=reads.ranges,
     )
 
 
