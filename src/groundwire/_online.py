@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.sdk.metrics.export import MetricReader
-
 from groundwire._breaker import CLOSED
 from groundwire._deadline import run_until
 from groundwire._settings import DEFAULT_EXIT_TIMEOUT_S, seconds
@@ -90,7 +88,6 @@ class OnlineEvaluation:
     exporter: str = ""
     _instrumentors: list[tuple[str, Any]] = field(default_factory=list)
     _prometheus_server: Any = None
-    _push_reader: MetricReader | None = None
     _closed: bool = False
     _froze_gc: bool = False
     _switch: SwitchInterval | None = None

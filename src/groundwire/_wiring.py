@@ -178,7 +178,6 @@ def wire(settings: Settings) -> OnlineEvaluation:
         exporter=described,
         _instrumentors=instrumented,
         _prometheus_server=p.prometheus_server,
-        _push_reader=p.push_reader,
     )
 
 
