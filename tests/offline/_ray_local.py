@@ -11,8 +11,9 @@ from typing import Any
 
 
 @contextmanager
-def local_ray(ray: Any, num_cpus: int = 2) -> Iterator[None]:
-    """`ray.init` in a private temp folder; shut down and removed (with ~/.ray if it was new)."""
+def local_ray(ray: Any, num_cpus: int = 2) -> Iterator[Path]:
+    """`ray.init` in a private temp folder (given: its logs are under `session_latest/logs`);
+    shut down and removed (with ~/.ray if it was new)."""
     home_ray = Path.home() / ".ray"
     had_home_ray = home_ray.exists()
     temp = tempfile.mkdtemp(prefix="gwray")
@@ -24,7 +25,7 @@ def local_ray(ray: Any, num_cpus: int = 2) -> Iterator[None]:
         log_to_driver=False,
     )
     try:
-        yield
+        yield Path(temp)
     finally:
         ray.shutdown()
         shutil.rmtree(temp, ignore_errors=True)

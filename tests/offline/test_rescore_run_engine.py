@@ -65,8 +65,10 @@ def test_ray_is_handed_the_runs_files_evaluators_and_every_option(
         "address": "127.0.0.1:6390",
         "stop": run.stop,
         "parts": None,
+        "problems": run.problems,
     }
     assert call.keywords["stop"] is run.stop and call.keywords["skip"] is run.skip
+    assert call.keywords["problems"] is run.problems
 
 
 def test_ray_defaults_are_the_options_defaults(traces: Path) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -47,6 +48,7 @@ from groundwire.offline.readers import (
 )
 
 __all__ = [
+    "MAX_MESSAGES",
     "READ_COUNTERS",
     "ReadRanges",
     "key_range",
@@ -65,6 +67,10 @@ READ_COUNTERS: Final = (
     "log_records",
     "damaged_files",
 )
+
+MAX_MESSAGES: Final = 1000
+"""Bad-record messages a read task carries back to the driver at most (the first ones of its
+file); the rest are counted, and one more message says how many were left out."""
 
 _FLUSH_BYTES: Final = 32 * 1024 * 1024
 """Pickled fragments a read task holds at most before it puts them in the object store."""
@@ -100,13 +106,20 @@ def read_ranges(
     strict: bool,
     ranges: int,
     flush_bytes: int = _FLUSH_BYTES,
+    max_messages: int = MAX_MESSAGES,
 ) -> Iterator[Any]:
     """In a Ray task (a streaming generator): stream one file through the readers and yield its
     fragments, `ranges` objects each time `flush_bytes` of them are held and at the end (object
     i: a list of (order key, pickled spans) of range i, in read order), then the file's read
     counters (a JSON string).
 
-    A damaged record is reported (by file and line) as by the local engine. The errors that end
+    A damaged record is counted as by the local engine, and its message (file, line, reason:
+    `Problems.report`'s text) travels back with the counters instead of being printed in the
+    worker, for the driver to hand to the run's `Problems` (`Problems.relay`), so the caller's
+    `on_problem` gets the local engine's messages: key `"problems"`, present only when the file
+    had bad records, holding the first `max_messages` of them and, when there were more, one
+    message saying how many were left out (also under `"left_out"`): a file of a million bad
+    lines sends a thousand, not a million, through the object store. The errors that end
     a local run end this read too, and travel as its last object instead of the counters (a
     JSON string `{"failed": ...}`, see `raise_carried`): `BadRecordError` with `strict`, and
     `FormatMismatchError` (a `fmt` the file's records contradict). Raised in the task, they
@@ -115,13 +128,44 @@ def read_ranges(
     and the exit status the local engine gives.
     """
     stats = ReadStats()
-    problems = Problems(strict=strict, stats=stats)
+    messages = _Messages(max_messages)
+    problems = Problems(strict=strict, stats=stats, on_report=messages.keep)
     try:
         yield from _pieces(path, fmt, problems, ranges, flush_bytes)
     except (BadRecordError, FormatMismatchError) as error:
         yield json.dumps({"failed": _carried(error)})
         return
-    yield json.dumps({name: getattr(stats, name) for name in READ_COUNTERS})
+    counters: dict[str, Any] = {name: getattr(stats, name) for name in READ_COUNTERS}
+    yield json.dumps(counters | messages.carried(path))
+
+
+@dataclass(slots=True)
+class _Messages:
+    """A read task's bad-record messages: the first `limit` kept, the rest only counted."""
+
+    limit: int
+    kept: list[str] = field(default_factory=list)
+    left_out: int = 0
+
+    def keep(self, text: str) -> None:
+        """`Problems.on_report`: keep `text` while fewer than `limit` are kept, else count it."""
+        if len(self.kept) < self.limit:
+            self.kept.append(text)
+        else:
+            self.left_out += 1
+
+    def carried(self, path: str) -> dict[str, Any]:
+        """What the counters carry: nothing without bad records, else the messages kept (and
+        one saying how many of `path`'s were left out, if any) and that number."""
+        if not self.kept:
+            return {}
+        if not self.left_out:
+            return {"problems": self.kept}
+        note = (
+            f"{path}: {self.left_out} more bad records not shown "
+            f"(the Ray engine passes on the first {self.limit} of each file)"
+        )
+        return {"problems": [*self.kept, note], "left_out": self.left_out}
 
 
 def _pieces(
@@ -189,8 +233,9 @@ class ReadRanges:
         ]
         self._pieces: list[list[Any]] = []
 
-    def counters(self) -> Iterator[dict[str, int]]:
-        """Wait for every read to end; yield each file's read counters, in the files' order.
+    def counters(self) -> Iterator[dict[str, Any]]:
+        """Wait for every read to end; yield each file's read counters, in the files' order,
+        with its bad records' messages under `"problems"` when it had any (`read_ranges`).
 
         A read that failed raises here, the first in the files' order (as the local engine
         reads them): its own error (`BadRecordError` with `strict`, `FormatMismatchError`, see

@@ -207,6 +207,7 @@ class Run:
                 address=options.ray_address,
                 stop=self.stop,
                 parts=self.writer if isinstance(self.writer, PartsOutput | EncodedOutput) else None,
+                problems=self.problems,
             )
         turns = iter_turns(
             inputs.paths,

@@ -40,7 +40,10 @@ files, whatever the split of the spans into files and the order of the files.
 Ray connects to `address` when given, else to `RAY_ADDRESS` when set, else starts a local
 instance (what CI uses); an address where nothing answers raises `RayAddressError` within
 seconds. A read's `BadRecordError` (with `strict`) and `FormatMismatchError` reach the caller as
-they are, as on the local engine (`_ray_reads.read_ranges`).
+they are, as on the local engine (`_ray_reads.read_ranges`). Without `strict`, a read's bad-record
+messages come back with its counters and go to the run's `Problems` (its `on_problem`, else
+stderr) in the files' order, with the local engine's text (the first 1,000 of a file, then one
+line counting the rest).
 Install with `pip install 'groundwire[ray]'`.
 """
 
@@ -65,7 +68,7 @@ from groundwire.offline._results import TurnResult
 from groundwire.offline._stopping import StopFlag
 from groundwire.offline._summary import RescoreSummary
 from groundwire.offline.expected import ExpectedAnswers
-from groundwire.offline.readers import BadRecordError, TraceFormat
+from groundwire.offline.readers import BadRecordError, Problems, TraceFormat
 
 __all__ = ["RayAddressError", "RayEngineError", "score_with_ray"]
 
@@ -160,11 +163,14 @@ class _Job:
     """Where (or how) the workers write OUT's rows themselves; None: they travel to the driver."""
 
 
-def _scored(ray: Any, job: _Job) -> Generator[dict[str, Any], None, None]:
-    """Each file's read counters (once every read has ended), then each slice's scored rows, in
-    `order_key` order (see `_ray_reads` and `_ray_scoring`)."""
+def _scored(ray: Any, job: _Job, problems: Problems) -> Generator[dict[str, Any], None, None]:
+    """Each file's read counters (once every read has ended; its bad records' messages handed
+    to `problems` first), then each slice's scored rows, in `order_key` order (see `_ray_reads`
+    and `_ray_scoring`)."""
     reads = ReadRanges(ray, job.paths, fmt=job.fmt, strict=job.strict)
     for counters in reads.counters():
+        for text in counters.pop("problems", ()):
+            problems.relay(text)  # counted by the read already: in `counters`
         row = {"kind": "stats", "payload": json.dumps(counters), "turns": b"[]", "scores": b"[]"}
         yield {name: [value] for name, value in row.items()}
     yield from score_blocks(
@@ -196,8 +202,11 @@ def score_with_ray(
     address: str | None,
     stop: StopFlag,
     parts: PartsOutput | EncodedOutput | None = None,
+    problems: Problems | None = None,
 ) -> Iterator[list[TurnResult]]:
-    """Yield scored chunks computed on Ray, in `order_key` order; counters go to `summary`.
+    """Yield scored chunks computed on Ray, in `order_key` order; counters go to `summary`,
+    bad records' messages to `problems` (as the local engine's reads report them; default:
+    printed to stderr).
 
     With `parts`, the workers write OUT's rows themselves (Parquet part files, `PartsOutput`)
     or encode them for the driver to copy (`.jsonl`/`.csv`, `EncodedOutput`), and the chunks
@@ -218,7 +227,8 @@ def score_with_ray(
     ray = _ray()
     started_here = _init(ray, address)
     try:
-        yield from _stream(ray, job, summary, stop, parts)
+        relay = problems if problems is not None else Problems(stats=summary.read)
+        yield from _stream(ray, job, summary, stop, parts, relay)
     finally:
         if started_here:
             ray.shutdown()
@@ -230,10 +240,11 @@ def _stream(
     summary: RescoreSummary,
     stop: StopFlag,
     parts: PartsOutput | EncodedOutput | None,
+    problems: Problems,
 ) -> Iterator[list[TurnResult]]:
     """Plan the job, then stream its rows back block by block (see `score_with_ray`); the
     scoring tasks still running are cancelled when the run stops early."""
-    batches = _scored(ray, job)
+    batches = _scored(ray, job, problems)
     with contextlib.closing(batches):
         while True:
             try:

@@ -100,7 +100,12 @@ class Problems:
         self.stats.bad_records += 1
         if self.strict:
             raise BadRecordError(where, message)
-        text = f"{where}: skipped: {message}" if skipped else f"{where}: {message}"
+        self.relay(f"{where}: skipped: {message}" if skipped else f"{where}: {message}")
+
+    def relay(self, text: str) -> None:
+        """Pass on one message `report` made elsewhere (a Ray read task's, already counted
+        there): kept among the first examples and printed or handed to `on_report` as
+        `report` does, but not counted again."""
         if len(self.stats.bad_examples) < 20:
             self.stats.bad_examples.append(text)
         if self.on_report is not None:
