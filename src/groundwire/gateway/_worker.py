@@ -274,7 +274,8 @@ class ScoringProcess:
         hears of the queued requests done for scoring, the traces scored and (with a
         persistent queue) their evaluation results as OTLP requests (`ResultRequest`). `main`
         is the child's entry, given (config, inbox, outbox, log level, scored): `scoring_main`,
-        or another module-level function speaking the same messages."""
+        or another module-level function speaking the same messages; `scored` is an iterable
+        the child reads once, from a queue this handle fills right after the start."""
         context = multiprocessing.get_context("spawn")
         self._metrics = metrics
         self._on_scored = on_scored
