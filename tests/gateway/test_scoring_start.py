@@ -5,8 +5,11 @@ arguments must not leave `ScoringProcess()` waiting forever on a write nobody re
 from __future__ import annotations
 
 import queue
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,3 +88,33 @@ def test_the_child_gives_up_on_ids_the_parent_never_sent(monkeypatch: pytest.Mon
     guard.start()
     guard.join(5.0)
     assert ended == ["empty"]
+
+
+_EXIT_AFTER_A_DEAD_CHILD = """
+import sys
+from tests.gateway._child import scoring_config
+from tests.gateway._stand_in_child import command, main
+from groundwire.gateway._metrics import GatewayMetrics
+from groundwire.gateway._worker import ScoringProcess
+
+process = ScoringProcess(scoring_config(), GatewayMetrics(None), main=main)
+process.feed(command(pause=0.5), 1)
+process.feed(command(exit=3), 1)
+process.feed(b"x" * 1_000_000, 1)  # never read: the child exits first
+print("stopped cleanly:", process.shutdown(2.0), flush=True)
+"""
+
+
+def test_a_process_whose_child_died_with_requests_unread_still_exits() -> None:
+    """A request the dead child never read (more than a pipe holds) does not hold this process's
+    exit: the gateway exits after its shutdown instead of waiting for good on the inbox."""
+    done = subprocess.run(
+        [sys.executable, "-c", _EXIT_AFTER_A_DEAD_CHILD],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "stopped cleanly: False" in done.stdout

@@ -291,9 +291,12 @@ class ScoringProcess:
             daemon=True,
         )
         self._process.start()
-        # sent by the queue's feeder thread, never by the start: a child that died before
-        # reading them leaves that thread waiting, which must not hold this process's exit
+        # sent by the queue's feeder thread, never by the start. A child that died before
+        # reading them (or requests fed to it) leaves that queue's feeder thread waiting on a
+        # full pipe, which must not hold this process's exit: nothing unread matters then (a
+        # live child reads everything before the stop, and the parent waits for its answer)
         self._ids.cancel_join_thread()
+        self._inbox.cancel_join_thread()
         self._ids.put(frozenset(scored))
         self._closing = False
         self._dead = False
