@@ -26,7 +26,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from groundwire.gateway._config import GatewayConfig
@@ -54,6 +54,22 @@ _SAME_AS_RUNNER: Final = (
 """The scoring options the gateway's config and `RunnerConfig` name alike."""
 _NICE: Final = 10
 _STOP: Final = "stop"
+_START_S: Final = 60.0
+"""How long the child waits for the scored trace ids the parent sends right after the start."""
+
+
+class _ScoredIds:
+    """The trace ids scored before, as the child reads them: from a queue the parent fills right
+    after the start, not from the start arguments. A spawned child's arguments go through a pipe
+    the parent writes while it starts the child; past the pipe's 64 KiB (a restart passes about
+    200,000 ids) that write waits for good on a child that died before reading them."""
+
+    def __init__(self, channel: Any) -> None:
+        self._channel = channel
+
+    def __iter__(self) -> Iterator[str]:
+        """The ids (once; raises `queue.Empty` when the parent sent none within `_START_S`)."""
+        return iter(self._channel.get(timeout=_START_S))
 
 
 def _build_scorer(
@@ -258,20 +274,30 @@ class ScoringProcess:
         hears of the queued requests done for scoring, the traces scored and (with a
         persistent queue) their evaluation results as OTLP requests (`ResultRequest`). `main`
         is the child's entry, given (config, inbox, outbox, log level, scored): `scoring_main`,
-        or another module-level function speaking the same messages."""
+        or another module-level function speaking the same messages; `scored` is an iterable
+        the child reads once, from a queue this handle fills right after the start."""
         context = multiprocessing.get_context("spawn")
         self._metrics = metrics
         self._on_scored = on_scored
         self._inbox: Any = context.Queue(maxsize=config.scoring_queue_requests)
         self._outbox: Any = context.Queue()
+        # kept for the handle's life: the child opens its locks by name while it starts
+        self._ids: Any = context.Queue()
         level = logging.getLogger("groundwire").getEffectiveLevel()
         self._process = context.Process(
             target=main,
-            args=(config, self._inbox, self._outbox, level, frozenset(scored)),
+            args=(config, self._inbox, self._outbox, level, _ScoredIds(self._ids)),
             name="groundwire-gateway-scoring",
             daemon=True,
         )
         self._process.start()
+        # sent by the queue's feeder thread, never by the start. A child that died before
+        # reading them (or requests fed to it) leaves that queue's feeder thread waiting on a
+        # full pipe, which must not hold this process's exit: nothing unread matters then (a
+        # live child reads everything before the stop, and the parent waits for its answer)
+        self._ids.cancel_join_thread()
+        self._inbox.cancel_join_thread()
+        self._ids.put(frozenset(scored))
         self._closing = False
         self._dead = False
         self.last: dict[str, Any] = {"open_traces": 0, "counts": {}, "turns": {}}

@@ -45,6 +45,7 @@ from groundwire.offline.readers import (
     ReadStats,
     TraceFormat,
     read_file,
+    report_unreadable,
 )
 
 __all__ = [
@@ -186,12 +187,8 @@ def _pieces(
                 for piece in pieces:
                     yield piece
                 pieces, held = [[] for _ in range(ranges)], 0
-    except OSError as error:
-        problems.report(str(path), f"cannot read the file: {error.strerror or error}")
-    except ValueError as error:
-        if isinstance(error, BadRecordError | FormatMismatchError):
-            raise
-        problems.report(str(path), str(error))
+    except (OSError, ValueError) as error:
+        report_unreadable(path, problems, error)
     for piece in pieces:
         yield piece
 

@@ -57,6 +57,7 @@ __all__ = [
     "open_source",
     "read_file",
     "read_spans",
+    "report_unreadable",
     "sniff_format",
     "span_id_hex",
     "spans_from_jaeger_trace",
@@ -126,9 +127,22 @@ def read_spans(
     for path in paths:
         try:
             yield from read_file(path, problems, fmt=fmt)
-        except OSError as error:
-            problems.report(str(path), f"cannot read the file: {error.strerror or error}")
-        except ValueError as error:
-            if isinstance(error, BadRecordError | FormatMismatchError):
-                raise
-            problems.report(str(path), str(error))
+        except (OSError, ValueError) as error:
+            report_unreadable(path, problems, error)
+
+
+def report_unreadable(
+    path: str | os.PathLike[str], problems: Problems, error: OSError | ValueError
+) -> None:
+    """Report a file that could not be read as a bad record of that file, so that reading goes
+    on with the next: an `OSError` (missing, a directory, no permission) or a `ValueError`
+    (such as an unknown format or a broken compressed stream). `BadRecordError`
+    (`Problems(strict=True)`) and `FormatMismatchError` (the caller's `fmt` was wrong, not the
+    file) are raised again. Every engine reads a file under this one policy (`read_spans`, the
+    Ray reads)."""
+    if isinstance(error, BadRecordError | FormatMismatchError):
+        raise error
+    if isinstance(error, OSError):
+        problems.report(str(path), f"cannot read the file: {error.strerror or error}")
+    else:
+        problems.report(str(path), str(error))
