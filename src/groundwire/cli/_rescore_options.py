@@ -113,7 +113,9 @@ Resume = Annotated[
     typer.Option("--resume", help="Skip turns already in OUT and append (.jsonl, .csv, .parquet)."),
 ]
 Workers = Annotated[int, typer.Option("--workers", "-w", min=1, help="Scoring processes.")]
-Engine = Annotated[str, typer.Option("--engine", help="local, or ray (Ray Data).")]
+Engine = Annotated[
+    str, typer.Option("--engine", help="local, or ray (a Ray cluster, or a local Ray).")
+]
 RayAddress = Annotated[
     str | None,
     typer.Option(

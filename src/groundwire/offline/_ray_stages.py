@@ -122,7 +122,7 @@ def score_batch(
     concurrency: int,
     parts: PartsPlace | LinesPlace | None = None,
 ) -> dict[str, Any]:
-    """Ray `map_batches` function: score every turn of the batch's rows in one chunk.
+    """In a Ray scoring task (`_ray_scoring.score_batches`): score the batch's turns in one chunk.
 
     Without `parts`, a `scores` column is added and the turns column passes through as it came
     (the driver reads the turns from it: a turn is encoded once, by the task that assembled it).
