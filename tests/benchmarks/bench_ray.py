@@ -17,6 +17,9 @@ evaluators (`quoted_spans`, `quote_verification` without embeddings):
    with 1 and 2 workers on the 8 parts, interleaved, `.parquet` output written by the workers;
    each run cut into its phases (Ray's task timeline) with the CPU of each kind of process
    (/proc), and the best two workers can do on two cores from those figures (`_ray_timeline`).
+4. The machine's two cores: the local engine's run (1 worker) on the same parts alone, then two
+   of them at once (`_two_cores`), the same number of rounds after the same warm-up: what two
+   CPU-bound processes of this work get from this machine, the ceiling for two Ray workers.
 
 Run: `python -m tests.benchmarks ray`. Writes results/ray.{md,json}.
 """
@@ -38,6 +41,7 @@ from tests.benchmarks._ray_stage_costs import stage_costs
 from tests.benchmarks._ray_timeline import ProcessCpu, bound, phases
 from tests.benchmarks._ray_timeline import markdown as timeline_markdown
 from tests.benchmarks._timing import machine, results_dir, scaled
+from tests.benchmarks._two_cores import two_cores
 from tests.benchmarks.bench_offline import (
     ENGINE_FRACTION,
     FAST,
@@ -117,9 +121,18 @@ def _cost(files: list[Path], folder: Path) -> dict[str, Any]:
             for suffix in (".jsonl", ".parquet")
         }
     for kind in ("jsonl", "parquet"):
-        cpu = {name: rows[kind][name]["tree_cpu_us_per_turn"]["median"] for name in configs}
-        rows[kind]["ray_cpu_over_local"] = cpu["ray"] / cpu["local"]
+        rows[kind].update(cpu_ratio(rows[kind]))
     return rows
+
+
+def cpu_ratio(rows: dict[str, Any]) -> dict[str, Any]:
+    """Ray's CPU per turn over the local engine's, round by round (each Ray run against the
+    local run just before it, so a slow spell of the shared machine hits both sides of a pair),
+    and the median of those rounds: one slow run moves a ratio of medians more than this."""
+    pairs = zip(rows["local"]["runs"], rows["ray"]["runs"], strict=True)
+    rounds = [ray["tree_cpu_us_per_turn"] / local["tree_cpu_us_per_turn"] for local, ray in pairs]
+    ordered = sorted(rounds)
+    return {"ray_cpu_over_local": ordered[(len(ordered) - 1) // 2], "ratio_rounds": rounds}
 
 
 def _scaling(files: list[Path], folder: Path) -> dict[str, Any]:
@@ -159,6 +172,19 @@ def _scaling(files: list[Path], folder: Path) -> dict[str, Any]:
     return rows
 
 
+def _machine_two_cores(files: list[Path], folder: Path) -> dict[str, Any]:
+    """The local engine's run on `files` (1 worker, `.parquet` out) alone and twice at once."""
+    command = [sys.executable, "-m", "tests.benchmarks.bench_ray", "--local-run"]
+    return two_cores([*command, os.fspath(folder / "local-run"), *map(os.fspath, files)], RUNS)
+
+
+def _local_run(out: Path, files: list[Path]) -> None:
+    """In a process of its own (`_machine_two_cores`): one local run, its output made unique."""
+    target = out.with_name(f"{out.name}-{os.getpid()}.parquet")
+    rescore(files, FAST, target, chunk_size=CHUNK, engine="local", workers=1)
+    target.unlink()
+
+
 def _scaling_driver(address: str, answer: Path, files: list[Path]) -> None:
     """In the driver process: connect to the cluster, run the interleaved rounds, write JSON."""
     import ray
@@ -187,6 +213,7 @@ def main() -> None:
         print(f"stages: {stages}", flush=True)
         cost = _cost(files, WORK)
         scaling = _scaling(files, WORK)
+        scaling["two_cores"] = _machine_two_cores(files, WORK)
     finally:
         shutil.rmtree(WORK, ignore_errors=True)
     data = {
@@ -227,6 +254,28 @@ def _jsonl_words(cost: dict[str, Any], stages: dict[str, Any]) -> list[str]:
     ]
 
 
+def _two_cores_words(scaling: dict[str, Any]) -> list[str]:
+    """What the machine gives two processes of this work, and Ray's two workers against it."""
+    cores = scaling.get("two_cores")
+    if cores is None:
+        return []
+    ceiling = cores["two_over_one"]
+    return [
+        "What this machine's two cores give the same work: the local engine's run (1 worker, "
+        "the same 8 parts, `.parquet`) alone, then two of them at once, "
+        f"{len(cores['rounds'])} rounds after a warm-up: two processes **{ceiling:.2f}x** one "
+        "(rounds: "
+        + ", ".join(f"{r['two_over_one']:.2f}x" for r in cores["rounds"])
+        + f"); each of the two spends {cores['cpu_inflation']:.2f}x the CPU of the one alone for "
+        "the same work (a second core as fast as the first, with nothing shared, would give "
+        "2.00x and 1.00x; above 2.00x, or under 1.00x, the machine's own speed moved between "
+        "the runs more than the pair lost by sharing it). "
+        f"Ray's two workers reach **{scaling['speedup_2_over_1'] / ceiling:.0%}** of that "
+        "ceiling.",
+        "",
+    ]
+
+
 def _markdown(data: dict[str, Any]) -> str:
     """The results page."""
     cost, stages, scaling = data["cost"], data["stages"], data["scaling"]
@@ -263,7 +312,12 @@ def _markdown(data: dict[str, Any]) -> str:
         f"Ray over local, CPU per turn: **{cost['jsonl']['ray_cpu_over_local']:.2f}x** into "
         ".jsonl (the workers encode the lines, the driver appends their bytes), "
         f"**{cost['parquet']['ray_cpu_over_local']:.2f}x** into .parquet (the workers write the "
-        "parts; the driver gets counters). Target 1.2x. "
+        "parts; the driver gets counters); medians of the rounds' ratios (each Ray run over "
+        "the local run just before it: "
+        + ", ".join(f"{r:.2f}x" for r in cost["jsonl"].get("ratio_rounds", []))
+        + " and "
+        + ", ".join(f"{r:.2f}x" for r in cost["parquet"].get("ratio_rounds", []))
+        + "). Target 1.2x. "
         f"Rows identical: {cost['jsonl']['identical_rows'] and cost['parquet']['identical_rows']}.",
         "",
         "## Where Ray's CPU goes: each stage in one process, µs per turn",
@@ -317,6 +371,7 @@ def _markdown(data: dict[str, Any]) -> str:
         + ", ".join(f"{r['measured_speedup']:.2f}x" for r in scaling.get("rounds", []))
         + ".",
         "",
+        *_two_cores_words(scaling),
         *(timeline_markdown(scaling) if "rounds" in scaling else []),
     ]
     return "\n".join(lines)
@@ -325,5 +380,7 @@ def _markdown(data: dict[str, Any]) -> str:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--scaling"]:
         _scaling_driver(sys.argv[2], Path(sys.argv[3]), [Path(p) for p in sys.argv[4:]])
+    elif sys.argv[1:2] == ["--local-run"]:
+        _local_run(Path(sys.argv[2]), [Path(p) for p in sys.argv[3:]])
     else:
         main()

@@ -463,6 +463,11 @@ def ray() -> Row:
         best = sorted(r["best_speedup"] for r in scaling["rounds"])
         middle = best[(len(best) - 1) // 2]
         cells[-1] += f" (at best {middle:.2f}x on 2 cores, reading being a barrier)"
+    if "two_cores" in scaling:  # what the machine gives two processes of the same work
+        cells[-1] += (
+            f"; this machine's two cores give two local runs at once "
+            f"{scaling['two_cores']['two_over_one']:.2f}x one"
+        )
     if (RESULTS / "ray_million.json").exists():
         m = _load("ray_million")
         where = " from and to S3 (moto)" if m.get("storage") == "s3" else ""
