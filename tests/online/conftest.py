@@ -39,6 +39,14 @@ class Telemetry:
         """The app's tracer."""
         return self.tracer_provider.get_tracer("app")
 
+    def configure(self, **options: Any) -> Any:
+        """`groundwire.configure()` on these providers, integrations off unless `instrument`
+        is given (the tests' one way to call it on the app's providers)."""
+        options.setdefault("instrument", False)
+        return groundwire.configure(
+            tracer_provider=self.tracer_provider, meter_provider=self.meter_provider, **options
+        )
+
     def finished(self, name: str | None = None) -> list[ReadableSpan]:
         """Finished spans, optionally only those called `name`."""
         return [s for s in self.spans.get_finished_spans() if name is None or s.name == name]

@@ -24,12 +24,7 @@ def _processors(telemetry: Telemetry) -> int:
 def _configure(telemetry: Telemetry, **options: Any) -> Any:
     """configure() on the test's providers with a cheap evaluator unless told otherwise."""
     options.setdefault("evaluators", [HasContext()])
-    options.setdefault("instrument", False)
-    return groundwire.configure(
-        tracer_provider=telemetry.tracer_provider,
-        meter_provider=telemetry.meter_provider,
-        **options,
-    )
+    return telemetry.configure(**options)
 
 
 @pytest.mark.parametrize(

@@ -17,12 +17,7 @@ pytestmark = pytest.mark.usefixtures("online_cleanup")
 
 def _configure(telemetry: Telemetry, **options: Any) -> Any:
     """configure() on the test's providers (integrations off unless asked)."""
-    options.setdefault("instrument", False)
-    return groundwire.configure(
-        tracer_provider=telemetry.tracer_provider,
-        meter_provider=telemetry.meter_provider,
-        **options,
-    )
+    return telemetry.configure(**options)
 
 
 def test_every_option_is_read_from_its_environment_variable(

@@ -16,12 +16,7 @@ pytestmark = pytest.mark.usefixtures("online_cleanup")
 
 def _configure(telemetry: Telemetry, **options: object) -> groundwire._configure.OnlineEvaluation:
     """configure() on the test's providers, integrations off."""
-    return groundwire.configure(
-        tracer_provider=telemetry.tracer_provider,
-        meter_provider=telemetry.meter_provider,
-        instrument=False,
-        **options,  # type: ignore[arg-type]
-    )
+    return telemetry.configure(instrument=False, **options)
 
 
 def test_inline_scores_are_on_the_root_span_when_it_is_exported(telemetry: Telemetry) -> None:

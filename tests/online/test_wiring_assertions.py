@@ -37,14 +37,7 @@ pytestmark = pytest.mark.usefixtures("online_cleanup")
 
 def _configure(telemetry: Telemetry, **options: Any) -> Any:
     """configure() on the test's tracer and meter providers, without tuning."""
-    options.setdefault("instrument", False)
-    return groundwire.configure(
-        tracer_provider=telemetry.tracer_provider,
-        meter_provider=telemetry.meter_provider,
-        gc_freeze=False,
-        switch_interval_s=0,
-        **options,
-    )
+    return telemetry.configure(gc_freeze=False, switch_interval_s=0, **options)
 
 
 def _messages(caplog: pytest.LogCaptureFixture, level: int, start: str) -> list[str]:
