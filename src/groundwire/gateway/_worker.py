@@ -1,20 +1,16 @@
 """Scoring in its own process, so that evaluation CPU never competes with forwarding.
 
-The receiving process only puts each traces request (its protobuf bytes: those that arrived, or
-the one encoding of an OTLP/JSON request; and the receiver's span count) on a bounded
-inter-process queue (`ScoringProcess.feed`: never blocks; a full queue counts the spans as
-`not_scored`). The child (`scoring_main`: the process set-up, lowered priority; then
-`score_until_stopped`, which takes the parent check as an argument) runs one loop: it takes a
-request, has the `Scorer` decode it and group its spans by trace, submits the turns of
-due traces straight to the background runner (no queue or thread between), and the runner's
-emitter exports the carrier spans, result events and evaluation metrics to the downstream with
-the child's own providers. Every half second it sends its counts back, which `/healthz` and the
-gateway's gauges show. On shutdown it scores what it holds within the deadline and sends its
-final counts. With a persistent queue its reports also say which queued requests are done for
-scoring and which traces were scored (`Scorer.take_scored`), and carry those traces' evaluation
-results as OTLP requests (`ResultCapture`: the child exports no spans or log records itself);
-the parent commits all of it in one transaction and forwards the results from the queue
-(`on_scored`), and a restarted gateway starts the child with the trace ids scored before.
+The receiving process only puts each traces request (the protobuf bytes that arrived, or the one
+encoding of an OTLP/JSON request, and its span count) on a bounded inter-process queue
+(`ScoringProcess.feed`: never blocks; when full, the spans count as `not_scored`). The child
+(`scoring_main`: process set-up, lower priority, then `score_until_stopped`) has the `Scorer`
+decode each request and group its spans by trace, submits the turns of due traces straight to
+the background runner, whose emitter exports results downstream with the child's own providers,
+and sends its counts back every half second (for `/healthz` and the gauges). On shutdown it
+scores what it holds within the deadline and sends its final counts. With a persistent queue its
+reports also name the queued requests done and the traces scored, with their results as OTLP
+requests (`ResultCapture`): the parent commits them in one transaction and forwards the results
+(`on_scored`); a restarted gateway starts the child with the trace ids scored before.
 """
 
 from __future__ import annotations
@@ -38,8 +34,8 @@ logger = logging.getLogger("groundwire.gateway")
 
 _STATS_EVERY_S: Final = 0.5
 _SCORED_EVERY_S: Final = 0.05
-"""How often finished traces are reported for the persistent queue's record (with their results:
-the shorter, the sooner the results go downstream, and the less a SIGKILL makes score again)."""
+"""How often finished traces (and results) are reported for the persistent queue: sooner
+downstream, and less scored again after a SIGKILL."""
 _TICK_S: Final = 0.1
 """How often, at most, due traces are looked for while no request arrives."""
 _REMEMBER: Final = 100_000
@@ -55,14 +51,13 @@ _SAME_AS_RUNNER: Final = (
 _NICE: Final = 10
 _STOP: Final = "stop"
 _START_S: Final = 60.0
-"""How long the child waits for the scored trace ids the parent sends right after the start."""
+"""How long the child waits for the scored trace ids (`_ScoredIds`)."""
 
 
 class _ScoredIds:
-    """The trace ids scored before, as the child reads them: from a queue the parent fills right
-    after the start, not from the start arguments. A spawned child's arguments go through a pipe
-    the parent writes while it starts the child; past the pipe's 64 KiB (a restart passes about
-    200,000 ids) that write waits for good on a child that died before reading them."""
+    """The trace ids scored before, read by the child from a queue the parent fills after the
+    start: in the start arguments, past the pipe's 64 KiB (a restart's ~200,000 ids), the
+    parent's write would wait for good on a child that died before reading them."""
 
     def __init__(self, channel: Any) -> None:
         self._channel = channel
@@ -273,9 +268,8 @@ class ScoringProcess:
         the traces in `scored` are not scored again; `on_scored(requests, trace_ids[, results])`
         hears of the queued requests done for scoring, the traces scored and (with a
         persistent queue) their evaluation results as OTLP requests (`ResultRequest`). `main`
-        is the child's entry, given (config, inbox, outbox, log level, scored): `scoring_main`,
-        or another module-level function speaking the same messages; `scored` is an iterable
-        the child reads once, from a queue this handle fills right after the start."""
+        is the child's entry (`scoring_main`, or a module-level function speaking the same
+        messages), given (config, inbox, outbox, log level, scored ids: `_ScoredIds`)."""
         context = multiprocessing.get_context("spawn")
         self._metrics = metrics
         self._on_scored = on_scored
@@ -291,10 +285,8 @@ class ScoringProcess:
             daemon=True,
         )
         self._process.start()
-        # sent by the queue's feeder thread, never by the start. A child that died before
-        # reading them (or requests fed to it) leaves that queue's feeder thread waiting on a
-        # full pipe, which must not hold this process's exit: nothing unread matters then (a
-        # live child reads everything before the stop, and the parent waits for its answer)
+        # sent by the queues' feeder threads, never by the start; a child that died leaves them
+        # waiting on a full pipe, which must not hold our exit (a live child reads all first)
         self._ids.cancel_join_thread()
         self._inbox.cancel_join_thread()
         self._ids.put(frozenset(scored))
