@@ -5,6 +5,7 @@ fails on a child left unreaped); each test takes about a second."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -12,6 +13,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 
 import pytest
@@ -155,13 +157,27 @@ def _serving(evaluators: list[object]) -> tuple[Connection, threading.Thread]:
     return parent, server
 
 
+@contextlib.contextmanager
+def _served(evaluators: list[object]) -> Iterator[Connection]:
+    """`_serving` for a test body that talks to the loop: afterwards None must end the loop
+    (checked), and the pipe is closed whatever happened."""
+    connection, server = _serving(evaluators)
+    try:
+        yield connection
+        connection.send(None)
+        server.join(5)
+        assert not server.is_alive()
+    finally:
+        connection.close()
+        server.join(5)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
 def test_the_worker_loop_says_ready_then_answers_each_call_by_id_at_a_lower_priority() -> None:
     """The worker says it is ready (call id -1) once, then answers each request with its call
     id and the named evaluators' outcomes, in the order named, at nice +10; None ends it."""
     base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    connection, server = _serving([AnswerLength(), _Priority()])
-    try:
+    with _served([AnswerLength(), _Priority()]) as connection:
         assert connection.poll(5)
         assert connection.recv() == (-1, None)
         connection.send((7, ("priority", "answer_length"), make_turn(2)))
@@ -173,12 +189,6 @@ def test_the_worker_loop_says_ready_then_answers_each_call_by_id_at_a_lower_prio
         assert [o.score.value for o in outcomes][1:] == [0.09]
         connection.send((8, ("answer_length",), make_turn(3)))
         assert connection.recv()[0] == 8
-        connection.send(None)
-        server.join(5)
-        assert not server.is_alive()
-    finally:
-        connection.close()
-        server.join(5)
 
 
 def test_the_worker_loop_ends_when_the_app_end_of_its_pipe_closes() -> None:
@@ -250,8 +260,7 @@ def test_the_worker_loop_scores_each_named_evaluator_on_the_turn_it_was_sent() -
     """Each answer holds the outcome of every named evaluator on that request's own turn (the
     call id and the outcomes arrive within seconds; a loop that fails on a request would leave
     the caller waiting, so the test polls instead of blocking)."""
-    connection, server = _serving([AnswerLength(), HasContext()])
-    try:
+    with _served([AnswerLength(), HasContext()]) as connection:
         assert connection.poll(5) and connection.recv() == (-1, None)
         for call_id, turn in ((3, make_turn(2, "a much longer answer")), (4, make_turn(3))):
             connection.send((call_id, ("has_context", "answer_length"), turn))
@@ -261,12 +270,6 @@ def test_the_worker_loop_scores_each_named_evaluator_on_the_turn_it_was_sent() -
             assert [o.score.name for o in outcomes] == ["has_context", "answer_length"]
             assert outcomes[1].score.value == AnswerLength().evaluate(turn).value
             assert outcomes[0].score.value == HasContext().evaluate(turn).value
-        connection.send(None)
-        server.join(5)
-        assert not server.is_alive()
-    finally:
-        connection.close()
-        server.join(5)
 
 
 def test_a_call_past_its_timeout_kills_the_stuck_process_at_once() -> None:
