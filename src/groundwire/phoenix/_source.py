@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundwire.assembly import SpanRecord
-from groundwire.offline.readers import Problems, SpanBatch
+from groundwire.offline.readers import MALFORMED, Problems, SpanBatch
 from groundwire.phoenix._client import PhoenixClient, SpanPage
 from groundwire.phoenix._spans import span_from_phoenix
 from groundwire.phoenix._url import PhoenixTarget
@@ -93,7 +93,7 @@ def phoenix_batches(
         for index, span in enumerate(page.spans):
             try:
                 records.append(span_from_phoenix(span, target.project))
-            except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as error:
+            except MALFORMED as error:
                 span_id = span.get("span_id") if isinstance(span, Mapping) else None
                 label = f" (span_id {span_id})" if isinstance(span_id, str) else ""
                 problems.report(f"{where} span {index}{label}", f"not a valid span: {error}")

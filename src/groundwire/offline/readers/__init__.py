@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 
 from groundwire.offline.readers._common import (
+    MALFORMED,
     BadRecordError,
     Problems,
     ReadStats,
@@ -45,6 +46,7 @@ from groundwire.offline.readers._source import SourceFile, open_source
 __all__ = [
     "FORMATS",
     "FORMAT_NAMES",
+    "MALFORMED",
     "BadRecordError",
     "FormatMismatchError",
     "Problems",

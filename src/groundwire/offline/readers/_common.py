@@ -18,6 +18,7 @@ from typing import Any, Final, TextIO
 from groundwire.assembly import LogRecordData, SpanRecord
 
 __all__ = [
+    "MALFORMED",
     "BadRecordError",
     "Problems",
     "ReadStats",
@@ -26,6 +27,11 @@ __all__ = [
     "span_id_hex",
     "trace_id_hex",
 ]
+
+MALFORMED: Final = (ValueError, TypeError, KeyError, AttributeError, OverflowError)
+"""What converting a decoded record raises when the record is malformed (a wrong type, a missing
+key, an infinite number where an integer belongs): reported with the record's place, never
+raised past the reader. Every reader catches this one tuple, so a record is bad by one rule."""
 
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _TRACE_HEX: Final = re.compile("[0-9a-f]{32}").fullmatch

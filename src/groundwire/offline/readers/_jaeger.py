@@ -20,7 +20,13 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from groundwire.assembly import SpanRecord
-from groundwire.offline.readers._common import Problems, SpanBatch, span_id_hex, trace_id_hex
+from groundwire.offline.readers._common import (
+    MALFORMED,
+    Problems,
+    SpanBatch,
+    span_id_hex,
+    trace_id_hex,
+)
 from groundwire.offline.readers._source import SourceFile
 
 __all__ = ["read_jaeger", "spans_from_jaeger_trace"]
@@ -140,7 +146,7 @@ def spans_from_jaeger_trace(trace: Any) -> list[SpanRecord]:
                     instrumentation_scope=scope,
                 )
             )
-        except (ValueError, TypeError, KeyError, AttributeError) as error:
+        except MALFORMED as error:
             raise ValueError(f"spans[{index}]: {error}") from None
     return records
 
@@ -319,7 +325,7 @@ def read_jaeger(source: SourceFile, problems: Problems) -> Iterator[SpanBatch]:
         stats.file_position = source.position
         try:
             records = spans_from_jaeger_trace(trace)
-        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as error:
+        except MALFORMED as error:
             problems.report(item_where, f"not a valid Jaeger trace: {error}")
             continue
         except RecursionError:

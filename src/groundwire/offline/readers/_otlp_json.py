@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from groundwire.assembly import SpanRecord
 from groundwire.offline.readers._common import (
+    MALFORMED,
     Problems,
     SpanBatch,
     checked_span,
@@ -25,7 +26,7 @@ from groundwire.offline.readers._common import (
 )
 from groundwire.offline.readers._json import json_loads
 from groundwire.offline.readers._otlp_logs import logs_from_request
-from groundwire.offline.readers._otlp_values import any_value, attributes, get
+from groundwire.offline.readers._otlp_values import any_value, attributes, get, nanos
 from groundwire.offline.readers._source import SourceFile
 
 __all__ = ["any_value", "attributes", "read_otlp_json", "spans_from_request"]
@@ -41,16 +42,6 @@ _STATUS: Final = {
 _HAS_IS_REMOTE: Final = 0x100
 _IS_REMOTE: Final = 0x200
 _OTHER_SIGNALS: Final = ("resourceMetrics", "resource_metrics", "resourceLogs", "resource_logs")
-
-
-def _nanos(value: Any, what: str) -> int:
-    """A Unix-nanosecond time given as a string or number."""
-    if value is None or value == "":
-        return 0
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be an integer (nanoseconds), got {value!r}") from None
 
 
 def _span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str | None) -> SpanRecord:
@@ -78,8 +69,8 @@ def _span(span: Mapping[str, Any], resource: Mapping[str, Any], scope: str | Non
         span_id_hex(span_id),
         span_id_hex(parent, "parentSpanId") if parent else None,
         str(span.get("name", "")),
-        _nanos(get(span, "startTimeUnixNano", "start_time_unix_nano"), "start"),
-        None if end is None else _nanos(end, "endTimeUnixNano"),
+        nanos(get(span, "startTimeUnixNano", "start_time_unix_nano"), "start"),
+        None if end is None else nanos(end, "endTimeUnixNano"),
         MappingProxyType(attributes(span.get("attributes"))),
         status_code,
         resource,
@@ -147,7 +138,7 @@ def spans_from_request(data: Any) -> list[SpanRecord] | None:
             for index, span in enumerate(scope_spans.get("spans") or ()):
                 try:
                     records.append(_span(span, resource, scope_name))
-                except (ValueError, TypeError, KeyError, AttributeError) as error:
+                except MALFORMED as error:
                     raise ValueError(
                         f"resourceSpans[{r_index}].scopeSpans[{s_index}].spans[{index}]: {error}"
                     ) from None
@@ -201,7 +192,7 @@ def read_otlp_json(source: SourceFile, problems: Problems) -> Iterator[SpanBatch
         except json.JSONDecodeError as error:
             problems.report(where, f"not valid JSON ({error.msg} at column {error.colno})")
             continue
-        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as error:
+        except MALFORMED as error:
             problems.report(where, f"not a valid OTLP/JSON {signal} request: {error}")
             continue
         except RecursionError:

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 from groundwire._otlp_any import proto_attributes, proto_value, scoped_records
 from groundwire.assembly import LogRecordData
-from groundwire.offline.readers._common import span_id_hex, trace_id_hex
-from groundwire.offline.readers._otlp_values import any_value, attributes, get
+from groundwire.offline.readers._common import MALFORMED, span_id_hex, trace_id_hex
+from groundwire.offline.readers._otlp_values import any_value, attributes, get, nanos
 
 __all__ = ["logs_from_message", "logs_from_request"]
 
@@ -64,21 +64,6 @@ def _severity(value: Any) -> int:
     return number
 
 
-def _nanos(value: Any, what: str) -> int:
-    """A Unix-nanosecond time given as a string or an integer; 0 when absent."""
-    if value is None or value == "":
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"{what} must be an integer (nanoseconds), got {value!r}")
-    try:
-        number = int(value)
-    except ValueError:
-        raise ValueError(f"{what} must be an integer (nanoseconds), got {value!r}") from None
-    if number < 0:
-        raise ValueError(f"{what} must not be negative, got {number}")
-    return number
-
-
 def _event_name(explicit: Any, attrs: Mapping[str, Any]) -> str | None:
     """`eventName` when set, else a string `event.name` attribute, else None."""
     if explicit:
@@ -102,9 +87,9 @@ def _record(
     severity_text = get(record, "severityText", "severity_text")
     if severity_text is not None and not isinstance(severity_text, str):
         raise ValueError(f"severityText must be a string, got {severity_text!r}")
-    time_ns = _nanos(get(record, "timeUnixNano", "time_unix_nano"), "timeUnixNano")
+    time_ns = nanos(get(record, "timeUnixNano", "time_unix_nano"), "timeUnixNano")
     if not time_ns:
-        time_ns = _nanos(
+        time_ns = nanos(
             get(record, "observedTimeUnixNano", "observed_time_unix_nano"),
             "observedTimeUnixNano",
         )
@@ -166,7 +151,7 @@ def logs_from_request(data: Mapping[str, Any]) -> list[LogRecordData] | None:
             for index, record in enumerate(log_records):
                 try:
                     records.append(_record(record, resource, scope_name))
-                except (ValueError, TypeError, KeyError, AttributeError) as error:
+                except MALFORMED as error:
                     raise ValueError(f"{scope_at}.logRecords[{index}]: {error}") from None
     return records
 
