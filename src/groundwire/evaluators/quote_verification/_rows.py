@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal, TypeAlias
+from dataclasses import dataclass, fields
+from typing import Any, Final, Literal, TypeAlias
 
 from groundwire.evaluators.quote_verification._changes import MeaningChange, QuoteEdit
 
@@ -62,8 +62,21 @@ class QuoteMatch:
         return not self.low_confidence
 
     def to_dict(self) -> dict[str, Any]:
-        """The row as a JSON-serialisable dict (field order as above; edits as lists of dicts)."""
-        data = asdict(self)
-        data["edits"] = [dict(edit) for edit in data["edits"]]
-        data["meaning_changes"] = [dict(change) for change in data["meaning_changes"]]
+        """The row as a JSON-serialisable dict (field order as above; edits as lists of dicts).
+
+        What `dataclasses.asdict` gives, built field by field: asdict's recursive deep copy was
+        a tenth of the evaluator's time a turn (every other field is a str, number or None)."""
+        data = {name: getattr(self, name) for name in _ROW_FIELDS}
+        data["edits"] = [_as_dict(edit, _EDIT_FIELDS) for edit in self.edits]
+        data["meaning_changes"] = [_as_dict(c, _CHANGE_FIELDS) for c in self.meaning_changes]
         return data
+
+
+def _as_dict(item: object, names: tuple[str, ...]) -> dict[str, Any]:
+    """A dataclass of scalar fields as a dict, in field order."""
+    return {name: getattr(item, name) for name in names}
+
+
+_ROW_FIELDS: Final = tuple(field.name for field in fields(QuoteMatch))
+_EDIT_FIELDS: Final = tuple(field.name for field in fields(QuoteEdit))
+_CHANGE_FIELDS: Final = tuple(field.name for field in fields(MeaningChange))
