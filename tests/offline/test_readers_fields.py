@@ -194,6 +194,20 @@ def test_any_value_and_attributes_reject_wrong_shapes() -> None:
     assert attributes([{"key": "a"}, {"key": "b", "value": None}]) == {"a": None, "b": None}
 
 
+def test_attributes_fast_path_gives_any_values_answers() -> None:
+    """`attributes` takes plain `stringValue`s without `any_value`; what it gives must not differ:
+    a value naming two kinds (malformed) keeps its first known kind, as `any_value` does, alone
+    or beside plain strings, and a non-object value is the same error."""
+    two_kinds = {"key": "k", "value": {"intValue": "7", "stringValue": "a"}}
+    plain = {"key": "p", "value": {"stringValue": "s"}}
+    assert any_value(two_kinds["value"]) == 7
+    assert attributes([two_kinds]) == {"k": 7}
+    assert attributes([plain, two_kinds]) == {"p": "s", "k": 7}
+    for pairs in ([{"key": "k", "value": ["stringValue"]}], [plain, {"key": "k", "value": [1]}]):
+        with pytest.raises(ValueError, match=r"^attribute value must be an object, got \["):
+            attributes(pairs)
+
+
 def test_get_prefers_camel_case_then_snake_case_then_default() -> None:
     """Protobuf JSON allows both spellings; camelCase wins, a null one falls back."""
     assert get({"traceId": "a", "trace_id": "b"}, "traceId", "trace_id") == "a"
