@@ -1,8 +1,8 @@
 """`engine="ray"` without `--strict` reports bad records as the local engine does: the same
 messages to `on_problem` (same text, same order), the same counters and rows, the same
 `groundwire:` lines on the command's stderr, nothing printed in the Ray workers' logs; and a
-file with more bad records than a read task carries (`MAX_MESSAGES`) ends its list with one
-line saying how many were left out."""
+file with more bad records than are passed on (`MAX_FILE_MESSAGES`) gives the same first ones
+and the same line saying how many were not shown, on both engines."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from groundwire.cli import app
 from groundwire.cli._exit import ExitCode
 from groundwire.offline import rescore
-from groundwire.offline._ray_reads import MAX_MESSAGES, READ_COUNTERS
+from groundwire.offline._ray_reads import READ_COUNTERS
+from groundwire.offline.readers import MAX_FILE_MESSAGES
 from tests.offline._ray_local import local_ray as _local_ray
 from tests.offline._traces import record_turns, write_groundwire_jsonl
 
@@ -128,19 +129,18 @@ def test_the_commands_stderr_lines_are_the_local_engines(
 def test_a_file_with_more_bad_records_than_carried_says_how_many_were_left_out(
     local_ray: Path, tmp_path: Path
 ) -> None:
-    """`MAX_MESSAGES` + 7 bad lines in one file: Ray passes on the local engine's first
-    `MAX_MESSAGES` messages, then one line counting the 7 left out; the counters (every bad
-    record) and the rows are the local engine's."""
+    """`MAX_FILE_MESSAGES` + 7 bad lines in one file: both engines pass on the first
+    `MAX_FILE_MESSAGES` messages, then the same line counting the 7 not shown; the counters
+    (every bad record) and the rows are the same."""
     spans = record_turns(3)
     path = write_groundwire_jsonl(spans, tmp_path / "many.jsonl", batch=3)
-    _insert(path, {1: "\n".join(f"bad {index}" for index in range(MAX_MESSAGES + 7))})
+    _insert(path, {1: "\n".join(f"bad {index}" for index in range(MAX_FILE_MESSAGES + 7))})
     seen = _both([path], tmp_path)
     local, ray_messages = seen["local"][0], seen["ray"][0]
-    assert len(local) == seen["local"][1]["bad_records"] == MAX_MESSAGES + 7
-    assert ray_messages[:-1] == local[:MAX_MESSAGES]
-    assert ray_messages[-1] == (
-        f"{path}: 7 more bad records not shown "
-        f"(the Ray engine passes on the first {MAX_MESSAGES} of each file)"
+    assert seen["local"][1]["bad_records"] == MAX_FILE_MESSAGES + 7
+    assert ray_messages == local and len(local) == MAX_FILE_MESSAGES + 1
+    assert local[-1] == (
+        f"{path}: 7 more bad records not shown (only the first {MAX_FILE_MESSAGES} of a file are)"
     )
     assert seen["ray"][1] == seen["local"][1]
     rows = [sorted(seen[engine][2].splitlines()) for engine in ("local", "ray")]

@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -49,7 +48,6 @@ from groundwire.offline.readers import (
 )
 
 __all__ = [
-    "MAX_MESSAGES",
     "READ_COUNTERS",
     "ReadRanges",
     "key_range",
@@ -69,9 +67,6 @@ READ_COUNTERS: Final = (
     "damaged_files",
 )
 
-MAX_MESSAGES: Final = 1000
-"""Bad-record messages a read task carries back to the driver at most (the first ones of its
-file); the rest are counted, and one more message says how many were left out."""
 
 _FLUSH_BYTES: Final = 32 * 1024 * 1024
 """Pickled fragments a read task holds at most before it puts them in the object store."""
@@ -107,7 +102,6 @@ def read_ranges(
     strict: bool,
     ranges: int,
     flush_bytes: int = _FLUSH_BYTES,
-    max_messages: int = MAX_MESSAGES,
 ) -> Iterator[Any]:
     """In a Ray task (a streaming generator): stream one file through the readers and yield its
     fragments, `ranges` objects each time `flush_bytes` of them are held and at the end (object
@@ -118,9 +112,9 @@ def read_ranges(
     `Problems.report`'s text) travels back with the counters instead of being printed in the
     worker, for the driver to hand to the run's `Problems` (`Problems.relay`), so the caller's
     `on_problem` gets the local engine's messages: key `"problems"`, present only when the file
-    had bad records, holding the first `max_messages` of them and, when there were more, one
-    message saying how many were left out (also under `"left_out"`): a file of a million bad
-    lines sends a thousand, not a million, through the object store. The errors that end
+    had bad records. `Problems` passes on at most `MAX_FILE_MESSAGES` of a file, then one line
+    counting the rest, on every engine: a file of a million bad lines sends a thousand lines, not
+    a million, through the object store. The errors that end
     a local run end this read too, and travel as its last object instead of the counters (a
     JSON string `{"failed": ...}`, see `raise_carried`): `BadRecordError` with `strict`, and
     `FormatMismatchError` (a `fmt` the file's records contradict). Raised in the task, they
@@ -129,44 +123,15 @@ def read_ranges(
     and the exit status the local engine gives.
     """
     stats = ReadStats()
-    messages = _Messages(max_messages)
-    problems = Problems(strict=strict, stats=stats, on_report=messages.keep)
+    messages: list[str] = []
+    problems = Problems(strict=strict, stats=stats, on_report=messages.append)
     try:
         yield from _pieces(path, fmt, problems, ranges, flush_bytes)
     except (BadRecordError, FormatMismatchError) as error:
         yield json.dumps({"failed": _carried(error)})
         return
     counters: dict[str, Any] = {name: getattr(stats, name) for name in READ_COUNTERS}
-    yield json.dumps(counters | messages.carried(path))
-
-
-@dataclass(slots=True)
-class _Messages:
-    """A read task's bad-record messages: the first `limit` kept, the rest only counted."""
-
-    limit: int
-    kept: list[str] = field(default_factory=list)
-    left_out: int = 0
-
-    def keep(self, text: str) -> None:
-        """`Problems.on_report`: keep `text` while fewer than `limit` are kept, else count it."""
-        if len(self.kept) < self.limit:
-            self.kept.append(text)
-        else:
-            self.left_out += 1
-
-    def carried(self, path: str) -> dict[str, Any]:
-        """What the counters carry: nothing without bad records, else the messages kept (and
-        one saying how many of `path`'s were left out, if any) and that number."""
-        if not self.kept:
-            return {}
-        if not self.left_out:
-            return {"problems": self.kept}
-        note = (
-            f"{path}: {self.left_out} more bad records not shown "
-            f"(the Ray engine passes on the first {self.limit} of each file)"
-        )
-        return {"problems": [*self.kept, note], "left_out": self.left_out}
+    yield json.dumps(counters | ({"problems": messages} if messages else {}))
 
 
 def _pieces(

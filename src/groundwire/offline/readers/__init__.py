@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from groundwire.offline.readers._common import (
     MALFORMED,
+    MAX_FILE_MESSAGES,
     BadRecordError,
     Problems,
     ReadStats,
@@ -47,6 +48,7 @@ __all__ = [
     "FORMATS",
     "FORMAT_NAMES",
     "MALFORMED",
+    "MAX_FILE_MESSAGES",
     "BadRecordError",
     "FormatMismatchError",
     "Problems",
@@ -81,7 +83,7 @@ def read_file(
     """Yield the span batches of one file, in the given format or the detected one."""
     if fmt is not None and fmt not in _READERS:
         raise ValueError(f"unknown trace format {fmt!r}; expected one of {list(FORMATS)}")
-    with open_source(path) as source:
+    with open_source(path) as source, problems.within(str(source.path)):
         stats = problems.stats
         try:
             chosen = fmt or detect_format(source)

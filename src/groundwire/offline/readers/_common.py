@@ -11,7 +11,8 @@ import base64
 import binascii
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, TextIO
 
@@ -19,6 +20,7 @@ from groundwire.assembly import LogRecordData, SpanRecord
 
 __all__ = [
     "MALFORMED",
+    "MAX_FILE_MESSAGES",
     "BadRecordError",
     "Problems",
     "ReadStats",
@@ -87,6 +89,10 @@ class ReadStats:
         return self.bytes_done + self.file_position
 
 
+MAX_FILE_MESSAGES: Final = 1000
+"""Bad-record messages passed on per file (`Problems.max_file_messages`' default)."""
+
+
 @dataclass(slots=True)
 class Problems:
     """Where bad records go: printed to `stream` and counted, or raised when `strict`."""
@@ -100,12 +106,22 @@ class Problems:
     max_record_bytes: int = 256 << 20
     """A record (line, protobuf message, Jaeger trace) larger than this is reported and skipped,
     so one runaway line cannot exhaust memory."""
+    max_file_messages: int = MAX_FILE_MESSAGES
+    """Bad records of one file (`within`) passed on; the rest are counted, not printed, and one
+    line at the file's end says how many: a file of a million bad lines prints a thousand lines
+    and that one, on every engine. A damaged file's own message is always passed on."""
+    _file: str | None = field(default=None, init=False, repr=False)
+    _shown: int = field(default=0, init=False, repr=False)
+    _hidden: int = field(default=0, init=False, repr=False)
 
     def report(self, where: str, message: str, *, skipped: bool = True) -> None:
         """Record one bad record; raises BadRecordError in strict mode."""
-        self.stats.bad_records += 1
-        if self.strict:
-            raise BadRecordError(where, message)
+        self._count(where, message)
+        if self._file is not None:
+            if self._shown >= self.max_file_messages:
+                self._hidden += 1
+                return
+            self._shown += 1
         self.relay(f"{where}: skipped: {message}" if skipped else f"{where}: {message}")
 
     def relay(self, text: str) -> None:
@@ -120,10 +136,33 @@ class Problems:
             print(f"groundwire: {text}", file=self.stream or sys.stderr)
 
     def damaged(self, where: str, message: str) -> None:
-        """Record a file whose stream ended early or broke: once, as one bad record."""
+        """Record a file whose stream ended early or broke: once, as one bad record, passed on
+        whatever the file's other bad records were."""
         self.stats.damaged_files += 1
         self.stats.records += 1
-        self.report(where, message, skipped=False)
+        self._count(where, message)
+        self.relay(f"{where}: {message}")
+
+    @contextmanager
+    def within(self, path: str) -> Iterator[None]:
+        """The reading of one file (`read_file`): its bad records past `max_file_messages` are
+        counted only, then said in one line when it ends."""
+        self._file, self._shown, self._hidden = path, 0, 0
+        try:
+            yield
+        finally:
+            hidden, self._file = self._hidden, None
+            if hidden:
+                self.relay(
+                    f"{path}: {hidden} more bad records not shown "
+                    f"(only the first {self.max_file_messages} of a file are)"
+                )
+
+    def _count(self, where: str, message: str) -> None:
+        """Count one bad record, or raise it when strict."""
+        self.stats.bad_records += 1
+        if self.strict:
+            raise BadRecordError(where, message)
 
 
 def _from_b64(value: str, size: int, what: str) -> str:
