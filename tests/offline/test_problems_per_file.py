@@ -75,3 +75,14 @@ def test_the_default_limit_and_strict_mode(tmp_path: Path) -> None:
     path = _file(tmp_path / "a.jsonl", bad=3)
     with pytest.raises(BadRecordError, match=r"a\.jsonl:3: not valid JSON"):
         _read([path], strict=True, max_file_messages=0)
+
+
+def test_a_file_damaged_before_its_first_record_is_counted_as_a_file(tmp_path: Path) -> None:
+    """A gzip file cut right after its header (no byte of it to tell its format by) after a
+    good file: two files read, one damaged, its message passed on."""
+    good = _file(tmp_path / "a.jsonl", bad=0)
+    cut = tmp_path / "b.jsonl.gz"
+    cut.write_bytes(gzip.compress(_file(tmp_path / "b.jsonl", bad=0).read_bytes())[:10])
+    seen, problems, spans = _read([good, cut])
+    assert (problems.stats.files, problems.stats.damaged_files, spans) == (2, 1, 3)
+    assert len(seen) == 1 and seen[0].startswith(f"{cut}: gzip stream ends early")
