@@ -114,9 +114,9 @@ def read_ranges(
     `on_problem` gets the local engine's messages: key `"problems"`, present only when the file
     had bad records. `Problems` passes on at most `MAX_FILE_MESSAGES` of a file, then one line
     counting the rest, on every engine: a file of a million bad lines sends a thousand lines, not
-    a million, through the object store. The errors that end
-    a local run end this read too, and travel as its last object instead of the counters (a
-    JSON string `{"failed": ...}`, see `raise_carried`): `BadRecordError` with `strict`, and
+    a million, through the object store. The errors that end a local run end this read too, and
+    travel as its last object instead of the counters (a JSON string `{"failed": ...}`, see
+    `raise_carried`): `BadRecordError` with `strict`, and
     `FormatMismatchError` (a `fmt` the file's records contradict). Raised in the task, they
     would reach the driver as Ray's `RayTaskError`, or not at all (neither exception can be
     unpickled: their constructors do not take their message), so the user would lose the line
